@@ -1,0 +1,133 @@
+// Device creation: strip the emulated extension and its feature struct from a copy
+// of the create info, check the requested features, remember what was enabled.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "entry_points.h"
+#include "layer_names.h"
+#include "messages.h"
+#include "pnext_chain.h"
+#include "state.h"
+
+namespace coopmat::layer {
+
+StateMap<DeviceData>& Devices() {
+  static StateMap<DeviceData> map;
+  return map;
+}
+
+namespace {
+
+VkLayerDeviceCreateInfo* FindLinkInfo(const VkDeviceCreateInfo* info) {
+  for (auto* s = static_cast<const VkBaseInStructure*>(info->pNext); s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO) continue;
+    auto* link = reinterpret_cast<VkLayerDeviceCreateInfo*>(const_cast<VkBaseInStructure*>(s));
+    if (link->function == VK_LAYER_LINK_INFO) return link;
+  }
+  return nullptr;
+}
+
+bool EnablesOwnExtension(const VkDeviceCreateInfo* info) {
+  for (uint32_t i = 0; i < info->enabledExtensionCount; ++i) {
+    if (std::strcmp(info->ppEnabledExtensionNames[i], VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME) == 0)
+      return true;
+  }
+  return false;
+}
+
+// Name of the first requested feature the layer reported unsupported, or null.
+const char* UnsupportedFeature(const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& requested) {
+  VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT supported{};
+  SupportedMaintenance1Features(supported);
+  if (requested.cooperativeMatrixProperties2 && !supported.cooperativeMatrixProperties2) return "cooperativeMatrixProperties2";
+  if (requested.cooperativeMatrixReductions && !supported.cooperativeMatrixReductions) return "cooperativeMatrixReductions";
+  if (requested.cooperativeMatrixConversions && !supported.cooperativeMatrixConversions) return "cooperativeMatrixConversions";
+  if (requested.cooperativeMatrixPerElementOperations && !supported.cooperativeMatrixPerElementOperations)
+    return "cooperativeMatrixPerElementOperations";
+  if (requested.cooperativeMatrixGetCoordinate && !supported.cooperativeMatrixGetCoordinate) return "cooperativeMatrixGetCoordinate";
+  return nullptr;
+}
+
+template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
+  slot = reinterpret_cast<Fn>(data.dispatch.GetDeviceProcAddr(data.device, name));
+}
+
+}  // namespace
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* pCreateInfo,
+                                            const VkAllocationCallbacks* pAllocator, VkDevice* pDevice) {
+  InstanceData* instance = GetInstanceData(physicalDevice);
+  VkLayerDeviceCreateInfo* link = FindLinkInfo(pCreateInfo);
+  if (!instance || !link || !link->u.pLayerInfo) return VK_ERROR_INITIALIZATION_FAILED;
+  PFN_vkGetInstanceProcAddr nextGetInstanceProcAddr = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  PFN_vkGetDeviceProcAddr nextGetDeviceProcAddr = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;
+  auto nextCreateDevice =
+      reinterpret_cast<PFN_vkCreateDevice>(nextGetInstanceProcAddr(instance->instance, "vkCreateDevice"));
+  if (!nextCreateDevice) return VK_ERROR_INITIALIZATION_FAILED;
+
+  auto data = std::make_unique<DeviceData>();
+  data->instance = instance;
+  data->physicalDevice = GetPhysicalDeviceInfo(*instance, physicalDevice);
+  data->emulating = data->physicalDevice.serve && EnablesOwnExtension(pCreateInfo);
+
+  // What goes down: the app's create info, or a copy without our name and struct.
+  VkDeviceCreateInfo downInfo = *pCreateInfo;
+  std::vector<const char*> downExtensions;
+  ChainCopy chainCopy;
+  if (data->emulating) {
+    if (const auto* requested = reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(
+            FindInChain(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT))) {
+      if (const char* feature = UnsupportedFeature(*requested)) {
+        Log(instance, LogLevel::Error, std::string("vkCreateDevice: feature ") + feature + " is not supported by the layer on this device");
+        return VK_ERROR_FEATURE_NOT_PRESENT;
+      }
+      data->enabledFeatures = *requested;
+      data->enabledFeatures.pNext = nullptr;
+    }
+    for (uint32_t i = 0; i < pCreateInfo->enabledExtensionCount; ++i) {
+      if (std::strcmp(pCreateInfo->ppEnabledExtensionNames[i], VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME) != 0)
+        downExtensions.push_back(pCreateInfo->ppEnabledExtensionNames[i]);
+    }
+    downInfo.enabledExtensionCount = static_cast<uint32_t>(downExtensions.size());
+    downInfo.ppEnabledExtensionNames = downExtensions.data();
+    if (!chainCopy.Copy(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT,
+                        &downInfo.pNext)) {
+      Log(instance, LogLevel::Error, "vkCreateDevice: a structure in pNext is unknown to the layer, cannot strip the "
+                                     "maintenance1 feature struct without writing to the application's chain");
+      return VK_ERROR_INITIALIZATION_FAILED;
+    }
+    // The portable lowering needs nothing beyond what KHR cooperative matrices need.
+  }
+
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+  const VkResult result = nextCreateDevice(physicalDevice, &downInfo, pAllocator, pDevice);
+  if (result != VK_SUCCESS) return result;
+
+  data->device = *pDevice;
+  data->dispatch.GetDeviceProcAddr = nextGetDeviceProcAddr;
+  DeviceDispatch& d = data->dispatch;
+  Load(*data, d.DestroyDevice, "vkDestroyDevice");
+  Load(*data, d.CreateShaderModule, "vkCreateShaderModule");
+  Load(*data, d.CreateComputePipelines, "vkCreateComputePipelines");
+  Load(*data, d.CreateGraphicsPipelines, "vkCreateGraphicsPipelines");
+  Load(*data, d.CreateShadersEXT, "vkCreateShadersEXT");
+  const uint32_t apiVersion = std::min(instance->apiVersion, data->physicalDevice.apiVersion);
+  data->vulkanMinor = VK_API_VERSION_MINOR(apiVersion);
+  if (data->emulating)
+    Log(instance, LogLevel::Info, "emulating VK_EXT_cooperative_matrix_maintenance1 on this device");
+  Devices().Insert(KeyOf(*pDevice), std::move(data));
+  return VK_SUCCESS;
+}
+
+VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device, const VkAllocationCallbacks* pAllocator) {
+  if (device == VK_NULL_HANDLE) return;
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return;
+  PFN_vkDestroyDevice destroy = data->dispatch.DestroyDevice;
+  Devices().Erase(KeyOf(device));
+  destroy(device, pAllocator);
+}
+
+}  // namespace coopmat::layer

@@ -1,0 +1,139 @@
+// The loader-facing surface: interface negotiation and the three ProcAddr hooks.
+// Only these four symbols are exported (see exports.map).
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string_view>
+#include <type_traits>
+
+#include "entry_points.h"
+#include "messages.h"
+#include "state.h"
+
+namespace coopmat::layer {
+namespace {
+
+// No C++ exception may cross the Vulkan ABI: every intercept runs inside this guard.
+template <auto Fn> struct Guard;
+template <typename R, typename... Args, R (*Fn)(Args...)> struct Guard<Fn> {
+  static VKAPI_ATTR R VKAPI_CALL Call(Args... args) noexcept {
+    try {
+      return Fn(args...);
+    } catch (const std::bad_alloc&) {
+      if constexpr (std::is_same_v<R, VkResult>) return VK_ERROR_OUT_OF_HOST_MEMORY;
+    } catch (const std::exception& e) {
+      Log(nullptr, LogLevel::Error, std::string("internal error: ") + e.what());
+      if constexpr (std::is_same_v<R, VkResult>) return VK_ERROR_UNKNOWN;
+    } catch (...) {
+      Log(nullptr, LogLevel::Error, "internal error");
+      if constexpr (std::is_same_v<R, VkResult>) return VK_ERROR_UNKNOWN;
+    }
+    if constexpr (!std::is_void_v<R>) return R{};
+  }
+};
+
+template <auto Fn> PFN_vkVoidFunction Guarded() { return reinterpret_cast<PFN_vkVoidFunction>(&Guard<Fn>::Call); }
+
+struct NamedFunction {
+  std::string_view name;
+  PFN_vkVoidFunction (*get)();
+};
+
+// Commands that only make sense with the layer's own state for the device.
+const NamedFunction kDeviceFunctions[] = {
+    {"vkDestroyDevice", &Guarded<&DestroyDevice>},
+    {"vkCreateShaderModule", &Guarded<&CreateShaderModule>},
+    {"vkCreateComputePipelines", &Guarded<&CreateComputePipelines>},
+    {"vkCreateGraphicsPipelines", &Guarded<&CreateGraphicsPipelines>},
+    {"vkCreateShadersEXT", &Guarded<&CreateShadersEXT>},
+};
+
+const NamedFunction kInstanceFunctions[] = {
+    {"vkCreateInstance", &Guarded<&CreateInstance>},
+    {"vkDestroyInstance", &Guarded<&DestroyInstance>},
+    {"vkEnumerateDeviceExtensionProperties", &Guarded<&EnumerateDeviceExtensionProperties>},
+    {"vkGetPhysicalDeviceFeatures2", &Guarded<&GetPhysicalDeviceFeatures2>},
+    {"vkGetPhysicalDeviceFeatures2KHR", &Guarded<&GetPhysicalDeviceFeatures2KHR>},
+    {"vkCreateDevice", &Guarded<&CreateDevice>},
+};
+
+const NamedFunction kPhysicalDeviceFunctions[] = {
+    {"vkGetPhysicalDeviceCooperativeMatrixProperties2EXT", &Guarded<&GetPhysicalDeviceCooperativeMatrixProperties2EXT>},
+};
+
+template <size_t N> PFN_vkVoidFunction Lookup(const NamedFunction (&table)[N], const char* name) {
+  for (const NamedFunction& f : table) {
+    if (f.name == name) return f.get();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* pName);
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance, const char* pName) {
+  if (!pName) return nullptr;
+  if (std::strcmp(pName, "vkGetInstanceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetInstanceProcAddr);
+  if (std::strcmp(pName, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
+  if (auto f = Lookup(kInstanceFunctions, pName)) return f;
+  if (auto f = Lookup(kPhysicalDeviceFunctions, pName)) return f;
+  if (auto f = Lookup(kDeviceFunctions, pName)) return f;
+  if (instance == VK_NULL_HANDLE) return nullptr;
+  InstanceData* data = GetInstanceData(instance);
+  return data ? data->dispatch.GetInstanceProcAddr(instance, pName) : nullptr;
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* pName) {
+  if (!pName || device == VK_NULL_HANDLE) return nullptr;
+  if (std::strcmp(pName, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return nullptr;
+  // A device the layer does not emulate on costs nothing: the next layer's functions,
+  // except vkDestroyDevice, which frees the layer's record of the device.
+  if (data->emulating || std::strcmp(pName, "vkDestroyDevice") == 0) {
+    if (auto f = Lookup(kDeviceFunctions, pName)) return f;
+  }
+  return data->dispatch.GetDeviceProcAddr(device, pName);
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetPhysicalDeviceProcAddr(VkInstance instance, const char* pName) {
+  if (!pName) return nullptr;
+  if (auto f = Lookup(kPhysicalDeviceFunctions, pName)) return f;
+  InstanceData* data = instance ? GetInstanceData(instance) : nullptr;
+  if (!data || !data->dispatch.GetPhysicalDeviceProcAddr) return nullptr;
+  return data->dispatch.GetPhysicalDeviceProcAddr(instance, pName);
+}
+
+}  // namespace coopmat::layer
+
+extern "C" {
+
+__attribute__((visibility("default"))) VKAPI_ATTR VkResult VKAPI_CALL
+vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface* pVersionStruct) {
+  if (!pVersionStruct || pVersionStruct->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT)
+    return VK_ERROR_INITIALIZATION_FAILED;
+  if (pVersionStruct->loaderLayerInterfaceVersion < 2) return VK_ERROR_INITIALIZATION_FAILED;
+  pVersionStruct->loaderLayerInterfaceVersion = 2;
+  pVersionStruct->pfnGetInstanceProcAddr = &coopmat::layer::GetInstanceProcAddr;
+  pVersionStruct->pfnGetDeviceProcAddr = &coopmat::layer::GetDeviceProcAddr;
+  pVersionStruct->pfnGetPhysicalDeviceProcAddr = &coopmat::layer::GetPhysicalDeviceProcAddr;
+  return VK_SUCCESS;
+}
+
+__attribute__((visibility("default"))) VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+vkGetInstanceProcAddr(VkInstance instance, const char* pName) {
+  return coopmat::layer::GetInstanceProcAddr(instance, pName);
+}
+
+__attribute__((visibility("default"))) VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+vkGetDeviceProcAddr(VkDevice device, const char* pName) {
+  return coopmat::layer::GetDeviceProcAddr(device, pName);
+}
+
+__attribute__((visibility("default"))) VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+vk_layerGetPhysicalDeviceProcAddr(VkInstance instance, const char* pName) {
+  return coopmat::layer::GetPhysicalDeviceProcAddr(instance, pName);
+}
+
+}  // extern "C"

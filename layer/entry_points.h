@@ -1,0 +1,36 @@
+// Every Vulkan command the layer intercepts. Everything else goes straight to the
+// next layer or driver.
+#pragma once
+
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+namespace coopmat::layer {
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo*, const VkAllocationCallbacks*, VkInstance*);
+VKAPI_ATTR void VKAPI_CALL DestroyInstance(VkInstance, const VkAllocationCallbacks*);
+VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevice, const char*, uint32_t*,
+                                                                  VkExtensionProperties*);
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice, VkPhysicalDeviceFeatures2*);
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2KHR(VkPhysicalDevice, VkPhysicalDeviceFeatures2*);
+VKAPI_ATTR VkResult VKAPI_CALL GetPhysicalDeviceCooperativeMatrixProperties2EXT(
+    VkPhysicalDevice, const VkPhysicalDeviceCooperativeMatrixInfo2EXT*, uint32_t*, VkCooperativeMatrixProperties2EXT*);
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice, const VkDeviceCreateInfo*, const VkAllocationCallbacks*,
+                                            VkDevice*);
+VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice, const VkAllocationCallbacks*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice, const VkShaderModuleCreateInfo*,
+                                                  const VkAllocationCallbacks*, VkShaderModule*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice, VkPipelineCache, uint32_t,
+                                                      const VkComputePipelineCreateInfo*, const VkAllocationCallbacks*,
+                                                      VkPipeline*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice, VkPipelineCache, uint32_t,
+                                                       const VkGraphicsPipelineCreateInfo*,
+                                                       const VkAllocationCallbacks*, VkPipeline*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice, uint32_t, const VkShaderCreateInfoEXT*,
+                                                const VkAllocationCallbacks*, VkShaderEXT*);
+
+// The op features the layer can lower on a served device.
+void SupportedMaintenance1Features(VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features);
+
+}  // namespace coopmat::layer

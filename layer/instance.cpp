@@ -1,0 +1,259 @@
+// Instance-level plumbing: instance creation, the extension list, the feature
+// struct, and the physical-device facts the rest of the layer relies on.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "entry_points.h"
+#include "layer_names.h"
+#include "messages.h"
+#include "state.h"
+
+namespace coopmat::layer {
+
+StateMap<InstanceData>& Instances() {
+  static StateMap<InstanceData> map;
+  return map;
+}
+
+namespace {
+
+VkLayerInstanceCreateInfo* FindLinkInfo(const VkInstanceCreateInfo* info) {
+  auto* s = static_cast<const VkBaseInStructure*>(info->pNext);
+  for (; s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO) continue;
+    auto* link = reinterpret_cast<VkLayerInstanceCreateInfo*>(const_cast<VkBaseInStructure*>(s));
+    if (link->function == VK_LAYER_LINK_INFO) return link;
+  }
+  return nullptr;
+}
+
+template <typename Fn> void Load(InstanceData& data, Fn& slot, const char* name) {
+  slot = reinterpret_cast<Fn>(data.dispatch.GetInstanceProcAddr(data.instance, name));
+}
+
+std::vector<VkExtensionProperties> DriverExtensions(InstanceData& instance, VkPhysicalDevice physicalDevice) {
+  std::vector<VkExtensionProperties> list;
+  for (int attempt = 0; attempt < 4; ++attempt) {  // the list may grow between the two calls
+    uint32_t count = 0;
+    if (instance.dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, &count, nullptr) != VK_SUCCESS)
+      return {};
+    list.resize(count);
+    const VkResult result =
+        instance.dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, &count, list.data());
+    list.resize(count);
+    if (result == VK_SUCCESS) return list;
+    if (result != VK_INCOMPLETE) return {};
+  }
+  return list;
+}
+
+bool Contains(const std::vector<VkExtensionProperties>& list, const char* name) {
+  return std::any_of(list.begin(), list.end(),
+                     [name](const VkExtensionProperties& p) { return std::strcmp(p.extensionName, name) == 0; });
+}
+
+// Removes `target` from a pNext chain for the duration of a call down, then restores it,
+// so the driver (and validation below us) never sees a struct it did not advertise.
+class ScopedUnlink {
+ public:
+  ScopedUnlink(void* head, VkStructureType type) {
+    auto* prev = static_cast<VkBaseOutStructure*>(head);
+    for (auto* s = prev->pNext; s; prev = s, s = s->pNext) {
+      if (s->sType == type) {
+        prev_ = prev;
+        target_ = s;
+        prev->pNext = s->pNext;
+        return;
+      }
+    }
+  }
+  ~ScopedUnlink() {
+    if (prev_) prev_->pNext = target_;
+  }
+  VkBaseOutStructure* target() const { return target_; }
+
+ private:
+  VkBaseOutStructure* prev_ = nullptr;
+  VkBaseOutStructure* target_ = nullptr;
+};
+
+}  // namespace
+
+PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevice physicalDevice) {
+  {
+    std::lock_guard lock(instance.physicalDevicesMutex);
+    auto it = instance.physicalDevices.find(physicalDevice);
+    if (it != instance.physicalDevices.end()) return it->second;
+  }
+  PhysicalDeviceInfo info;
+  const std::vector<VkExtensionProperties> extensions = DriverExtensions(instance, physicalDevice);
+  info.hasKhrCoopmat = Contains(extensions, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  info.nativeExt = Contains(extensions, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
+  info.serve = info.hasKhrCoopmat && (!info.nativeExt || instance.settings.forceEnable);
+
+  VkPhysicalDeviceProperties properties{};
+  instance.dispatch.GetPhysicalDeviceProperties(physicalDevice, &properties);
+  info.apiVersion = properties.apiVersion;
+  info.maxComputeSharedMemorySize = properties.limits.maxComputeSharedMemorySize;
+  info.subgroupSize = 1;
+  if (instance.dispatch.GetPhysicalDeviceProperties2 && VK_API_VERSION_MINOR(properties.apiVersion) >= 1) {
+    VkPhysicalDeviceSubgroupSizeControlProperties sizeControl{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
+    info.subgroupSizeControl = VK_API_VERSION_MINOR(properties.apiVersion) >= 3 ||
+                               Contains(extensions, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    if (info.subgroupSizeControl) subgroup.pNext = &sizeControl;
+    instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties2);
+    info.subgroupSize = std::max(1u, subgroup.subgroupSize);
+    if (info.subgroupSizeControl && sizeControl.minSubgroupSize != 0) {
+      info.minSubgroupSize = sizeControl.minSubgroupSize;
+      info.maxSubgroupSize = sizeControl.maxSubgroupSize;
+    }
+  }
+  if (info.minSubgroupSize == 0) info.minSubgroupSize = info.maxSubgroupSize = info.subgroupSize;
+
+  std::lock_guard lock(instance.physicalDevicesMutex);
+  return instance.physicalDevices.emplace(physicalDevice, info).first->second;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* pCreateInfo,
+                                              const VkAllocationCallbacks* pAllocator, VkInstance* pInstance) {
+  VkLayerInstanceCreateInfo* link = FindLinkInfo(pCreateInfo);
+  if (!link || !link->u.pLayerInfo) return VK_ERROR_INITIALIZATION_FAILED;
+  PFN_vkGetInstanceProcAddr nextGetInstanceProcAddr = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  PFN_GetPhysicalDeviceProcAddr nextGetPhysicalDeviceProcAddr = link->u.pLayerInfo->pfnNextGetPhysicalDeviceProcAddr;
+  auto nextCreateInstance =
+      reinterpret_cast<PFN_vkCreateInstance>(nextGetInstanceProcAddr(VK_NULL_HANDLE, "vkCreateInstance"));
+  if (!nextCreateInstance) return VK_ERROR_INITIALIZATION_FAILED;
+
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;  // the next layer finds its own link
+  const VkResult result = nextCreateInstance(pCreateInfo, pAllocator, pInstance);
+  if (result != VK_SUCCESS) return result;
+
+  auto data = std::make_unique<InstanceData>();
+  data->instance = *pInstance;
+  data->dispatch.GetInstanceProcAddr = nextGetInstanceProcAddr;
+  data->dispatch.GetPhysicalDeviceProcAddr = nextGetPhysicalDeviceProcAddr;
+  if (pCreateInfo->pApplicationInfo && pCreateInfo->pApplicationInfo->apiVersion)
+    data->apiVersion = pCreateInfo->pApplicationInfo->apiVersion;
+  for (uint32_t i = 0; i < pCreateInfo->enabledExtensionCount; ++i) {
+    if (std::strcmp(pCreateInfo->ppEnabledExtensionNames[i], VK_EXT_DEBUG_UTILS_EXTENSION_NAME) == 0)
+      data->debugUtilsEnabled = true;
+  }
+  InstanceDispatch& d = data->dispatch;
+  Load(*data, d.DestroyInstance, "vkDestroyInstance");
+  Load(*data, d.EnumerateDeviceExtensionProperties, "vkEnumerateDeviceExtensionProperties");
+  Load(*data, d.GetPhysicalDeviceProperties, "vkGetPhysicalDeviceProperties");
+  Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2");
+  if (!d.GetPhysicalDeviceProperties2) Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2KHR");
+  Load(*data, d.GetPhysicalDeviceFeatures2, "vkGetPhysicalDeviceFeatures2");
+  Load(*data, d.GetPhysicalDeviceFeatures2KHR, "vkGetPhysicalDeviceFeatures2KHR");
+  Load(*data, d.GetPhysicalDeviceCooperativeMatrixPropertiesKHR, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+  Load(*data, d.SubmitDebugUtilsMessageEXT, "vkSubmitDebugUtilsMessageEXT");
+  if (nextGetPhysicalDeviceProcAddr) {
+    // A driver that implements the EXT natively answers this; otherwise null.
+    d.GetPhysicalDeviceCooperativeMatrixProperties2EXT = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixProperties2EXT>(
+        nextGetPhysicalDeviceProcAddr(*pInstance, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT"));
+  }
+
+  SettingsResult settings = ReadSettings(pCreateInfo);
+  data->settings = settings.settings;
+  InstanceData* stored = Instances().Insert(KeyOf(*pInstance), std::move(data));
+  for (const std::string& warning : settings.warnings) Log(stored, LogLevel::Warning, warning);
+  Log(stored, LogLevel::Info,
+      std::string("settings: force_enable=") + (stored->settings.forceEnable ? "true" : "false") +
+          " log_level=" + LogLevelName(stored->settings.logLevel) + " validate=" +
+          (stored->settings.validate ? "true" : "false") + " dump_dir='" + stored->settings.dumpDir + "'");
+  return VK_SUCCESS;
+}
+
+VKAPI_ATTR void VKAPI_CALL DestroyInstance(VkInstance instance, const VkAllocationCallbacks* pAllocator) {
+  if (instance == VK_NULL_HANDLE) return;
+  InstanceData* data = GetInstanceData(instance);
+  if (!data) return;
+  PFN_vkDestroyInstance destroy = data->dispatch.DestroyInstance;
+  Instances().Erase(KeyOf(instance));
+  destroy(instance, pAllocator);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevice physicalDevice,
+                                                                  const char* pLayerName, uint32_t* pPropertyCount,
+                                                                  VkExtensionProperties* pProperties) {
+  static const VkExtensionProperties kOwn = {VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME,
+                                             VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_SPEC_VERSION};
+  std::vector<VkExtensionProperties> list;
+  if (pLayerName && std::strcmp(pLayerName, kLayerName) == 0) {
+    list.push_back(kOwn);
+  } else {
+    InstanceData* instance = GetInstanceData(physicalDevice);
+    if (!instance) return VK_ERROR_INITIALIZATION_FAILED;
+    if (pLayerName)  // another layer's list: not ours to edit
+      return instance->dispatch.EnumerateDeviceExtensionProperties(physicalDevice, pLayerName, pPropertyCount,
+                                                                   pProperties);
+    const PhysicalDeviceInfo info = GetPhysicalDeviceInfo(*instance, physicalDevice);
+    if (!info.serve)  // nothing to add: the driver's answer as it is
+      return instance->dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, pPropertyCount,
+                                                                   pProperties);
+    list = DriverExtensions(*instance, physicalDevice);
+    if (!Contains(list, kOwn.extensionName)) list.push_back(kOwn);
+  }
+  if (!pProperties) {
+    *pPropertyCount = static_cast<uint32_t>(list.size());
+    return VK_SUCCESS;
+  }
+  const uint32_t copied = std::min<uint32_t>(*pPropertyCount, static_cast<uint32_t>(list.size()));
+  std::copy_n(list.begin(), copied, pProperties);
+  *pPropertyCount = copied;
+  return copied < list.size() ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+namespace {
+
+void FillFeatures(VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features) {
+  // The portable lowering needs only what KHR cooperative matrices already need
+  // (subgroup scope, Workgroup memory, SubgroupId), so every operation is supported.
+  features.cooperativeMatrixProperties2 = VK_TRUE;
+  features.cooperativeMatrixReductions = VK_TRUE;
+  features.cooperativeMatrixConversions = VK_TRUE;
+  features.cooperativeMatrixPerElementOperations = VK_TRUE;
+  features.cooperativeMatrixGetCoordinate = VK_TRUE;
+}
+
+void GetFeatures2(PFN_vkGetPhysicalDeviceFeatures2 next, VkPhysicalDevice physicalDevice,
+                  VkPhysicalDeviceFeatures2* pFeatures) {
+  InstanceData* instance = GetInstanceData(physicalDevice);
+  if (!instance || !next) return;
+  if (!GetPhysicalDeviceInfo(*instance, physicalDevice).serve) {
+    next(physicalDevice, pFeatures);
+    return;
+  }
+  ScopedUnlink own(pFeatures, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT);
+  next(physicalDevice, pFeatures);
+  if (own.target())
+    FillFeatures(*reinterpret_cast<VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(own.target()));
+}
+
+}  // namespace
+
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice physicalDevice,
+                                                      VkPhysicalDeviceFeatures2* pFeatures) {
+  InstanceData* instance = GetInstanceData(physicalDevice);
+  if (instance) GetFeatures2(instance->dispatch.GetPhysicalDeviceFeatures2, physicalDevice, pFeatures);
+}
+
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2KHR(VkPhysicalDevice physicalDevice,
+                                                         VkPhysicalDeviceFeatures2* pFeatures) {
+  InstanceData* instance = GetInstanceData(physicalDevice);
+  if (!instance) return;
+  auto next = instance->dispatch.GetPhysicalDeviceFeatures2KHR ? instance->dispatch.GetPhysicalDeviceFeatures2KHR
+                                                               : instance->dispatch.GetPhysicalDeviceFeatures2;
+  GetFeatures2(next, physicalDevice, pFeatures);
+}
+
+void SupportedMaintenance1Features(VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features) {
+  FillFeatures(features);
+}
+
+}  // namespace coopmat::layer

@@ -1,0 +1,48 @@
+#include "messages.h"
+
+#include <cstdio>
+#include <mutex>
+
+#include "layer_names.h"
+#include "state.h"
+
+namespace coopmat::layer {
+namespace {
+
+VkDebugUtilsMessageSeverityFlagBitsEXT SeverityOf(LogLevel level) {
+  switch (level) {
+    case LogLevel::Error: return VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    case LogLevel::Warning: return VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+    case LogLevel::Info: return VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
+    case LogLevel::Debug: return VK_DEBUG_UTILS_MESSAGE_SEVERITY_VERBOSE_BIT_EXT;
+  }
+  return VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
+}
+
+std::mutex& StderrMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+}  // namespace
+
+void Log(const InstanceData* instance, LogLevel level, const std::string& message) {
+  const LogLevel threshold = instance ? instance->settings.logLevel : LogLevel::Warning;
+  if (level > threshold) return;
+  {
+    // One line per message, never interleaved between threads.
+    std::lock_guard lock(StderrMutex());
+    std::fprintf(stderr, "%s: %s: %s\n", kLogPrefix, LogLevelName(level), message.c_str());
+    std::fflush(stderr);
+  }
+  if (!instance || !instance->debugUtilsEnabled || !instance->dispatch.SubmitDebugUtilsMessageEXT) return;
+  // Submitting down the chain reaches every messenger the loader knows about,
+  // including those chained into VkInstanceCreateInfo.
+  VkDebugUtilsMessengerCallbackDataEXT data{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CALLBACK_DATA_EXT};
+  data.pMessageIdName = kLayerName;
+  data.pMessage = message.c_str();
+  instance->dispatch.SubmitDebugUtilsMessageEXT(instance->instance, SeverityOf(level),
+                                                VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, &data);
+}
+
+}  // namespace coopmat::layer

@@ -1,0 +1,55 @@
+#include "pnext_chain.h"
+
+#include <cstring>
+
+namespace coopmat::layer {
+
+size_t StructSize(VkStructureType type) {
+  switch (type) {
+#include "struct_sizes.inc"
+    default: return 0;
+  }
+}
+
+const VkBaseInStructure* FindInChain(const void* chain, VkStructureType type) {
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext) {
+    if (s->sType == type) return s;
+  }
+  return nullptr;
+}
+
+bool ChainCopy::Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace) {
+  // Find the last node that must change; everything after it is shared as is.
+  const VkBaseInStructure* lastEdited = nullptr;
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext) {
+    if (s->sType == drop || (replace && s->sType == replace->sType)) lastEdited = s;
+  }
+  if (!lastEdited) {
+    *out = chain;
+    return true;
+  }
+  const VkBaseInStructure** link = reinterpret_cast<const VkBaseInStructure**>(out);
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext) {
+    if (s->sType == drop) {
+      if (s == lastEdited) break;
+      continue;
+    }
+    const VkBaseInStructure* source = (replace && s->sType == replace->sType) ? replace : s;
+    const size_t size = source == replace ? StructSize(replace->sType) : StructSize(s->sType);
+    if (size == 0) return false;
+    auto storage = std::make_unique<std::byte[]>(size);
+    std::memcpy(storage.get(), source, size);
+    auto* copy = reinterpret_cast<VkBaseInStructure*>(storage.get());
+    storage_.push_back(std::move(storage));
+    *link = copy;
+    link = const_cast<const VkBaseInStructure**>(&copy->pNext);
+    if (s == lastEdited) {
+      *link = s->pNext;
+      return true;
+    }
+  }
+  *link = lastEdited->pNext;
+  return true;
+}
+
+}  // namespace coopmat::layer

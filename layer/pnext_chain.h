@@ -1,0 +1,38 @@
+// Copies of application pNext chains that the layer must edit before passing
+// them down. The application's structures are never written.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace coopmat::layer {
+
+// sizeof the struct with this sType, 0 when unknown to the headers the layer was built with.
+size_t StructSize(VkStructureType type);
+
+// Owns shallow copies of chain nodes. Copy() returns a chain equal to `chain`
+// without any node of type `drop` (and with `replace` substituted for a node of
+// its own type, when given). Nodes after the last edited one are shared, not copied.
+class ChainCopy {
+ public:
+  // Returns false when a node that had to be copied has an unknown sType.
+  bool Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace = nullptr);
+
+  // A copy of one struct whose pNext the caller may then change.
+  template <typename T> T* Own(const T& value) {
+    auto storage = std::make_unique<std::byte[]>(sizeof(T));
+    T* copy = new (storage.get()) T(value);
+    storage_.push_back(std::move(storage));
+    return copy;
+  }
+
+ private:
+  std::vector<std::unique_ptr<std::byte[]>> storage_;
+};
+
+const VkBaseInStructure* FindInChain(const void* chain, VkStructureType type);
+
+}  // namespace coopmat::layer

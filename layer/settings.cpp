@@ -1,0 +1,165 @@
+#include "settings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "layer_names.h"
+
+extern char** environ;
+
+namespace coopmat::layer {
+namespace {
+
+constexpr const char* kFilePrefix = "coopmat_maintenance1.";
+constexpr const char* kEnvPrefix = "VK_COOPMAT_MAINTENANCE1_";
+
+std::string Trim(std::string s) {
+  auto notSpace = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), notSpace));
+  s.erase(std::find_if(s.rbegin(), s.rend(), notSpace).base(), s.end());
+  return s;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::optional<bool> ParseBool(const std::string& value) {
+  const std::string v = Lower(Trim(value));
+  if (v == "1" || v == "true" || v == "on" || v == "yes") return true;
+  if (v == "0" || v == "false" || v == "off" || v == "no") return false;
+  return std::nullopt;
+}
+
+std::optional<LogLevel> ParseLogLevel(const std::string& value) {
+  const std::string v = Lower(Trim(value));
+  if (v == "error") return LogLevel::Error;
+  if (v == "warning" || v == "warn") return LogLevel::Warning;
+  if (v == "info") return LogLevel::Info;
+  if (v == "debug" || v == "verbose") return LogLevel::Debug;
+  return std::nullopt;
+}
+
+// Applies one textual key/value; `source` names where it came from for messages.
+void Apply(const std::string& key, const std::string& value, const std::string& source, SettingsResult& out) {
+  auto bad = [&] { out.warnings.push_back(source + ": invalid value '" + value + "' for setting '" + key + "'"); };
+  if (key == "force_enable") {
+    if (auto b = ParseBool(value)) out.settings.forceEnable = *b; else bad();
+  } else if (key == "validate") {
+    if (auto b = ParseBool(value)) out.settings.validate = *b; else bad();
+  } else if (key == "log_level") {
+    if (auto l = ParseLogLevel(value)) out.settings.logLevel = *l; else bad();
+  } else if (key == "dump_dir") {
+    out.settings.dumpDir = Trim(value);
+  } else {
+    out.warnings.push_back(source + ": unknown setting '" + key + "' (known: force_enable, log_level, dump_dir, validate)");
+  }
+}
+
+void ApplyApiSettings(const VkInstanceCreateInfo* createInfo, SettingsResult& out) {
+  for (auto* s = static_cast<const VkBaseInStructure*>(createInfo ? createInfo->pNext : nullptr); s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_LAYER_SETTINGS_CREATE_INFO_EXT) continue;
+    const auto* info = reinterpret_cast<const VkLayerSettingsCreateInfoEXT*>(s);
+    for (uint32_t i = 0; i < info->settingCount; ++i) {
+      const VkLayerSettingEXT& setting = info->pSettings[i];
+      if (!setting.pLayerName || std::strcmp(setting.pLayerName, kLayerName) != 0 || !setting.pSettingName) continue;
+      const std::string key = setting.pSettingName;
+      const std::string source = "VkLayerSettingsCreateInfoEXT";
+      if (setting.valueCount == 0 || !setting.pValues) {
+        out.warnings.push_back(source + ": setting '" + key + "' has no value");
+        continue;
+      }
+      switch (setting.type) {
+        case VK_LAYER_SETTING_TYPE_BOOL32_EXT:
+          Apply(key, *static_cast<const VkBool32*>(setting.pValues) ? "true" : "false", source, out);
+          break;
+        case VK_LAYER_SETTING_TYPE_STRING_EXT:
+          Apply(key, *static_cast<const char* const*>(setting.pValues), source, out);
+          break;
+        case VK_LAYER_SETTING_TYPE_INT32_EXT:
+          Apply(key, std::to_string(*static_cast<const int32_t*>(setting.pValues)), source, out);
+          break;
+        case VK_LAYER_SETTING_TYPE_UINT32_EXT:
+          Apply(key, std::to_string(*static_cast<const uint32_t*>(setting.pValues)), source, out);
+          break;
+        default:
+          out.warnings.push_back(source + ": setting '" + key + "' has an unsupported value type");
+      }
+    }
+  }
+}
+
+std::filesystem::path SettingsFilePath() {
+  namespace fs = std::filesystem;
+  if (const char* env = std::getenv("VK_LAYER_SETTINGS_PATH"); env && *env) {
+    fs::path p(env);
+    std::error_code ec;
+    return fs::is_directory(p, ec) ? p / "vk_layer_settings.txt" : p;
+  }
+  return "vk_layer_settings.txt";
+}
+
+void ApplySettingsFile(SettingsResult& out) {
+  const std::filesystem::path path = SettingsFilePath();
+  std::ifstream file(path);
+  if (!file) return;
+  std::string line;
+  int number = 0;
+  while (std::getline(file, line)) {
+    ++number;
+    line = Trim(line);
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = Trim(line.substr(0, eq));
+    if (key.rfind(kFilePrefix, 0) != 0) continue;  // another layer's setting
+    Apply(key.substr(std::strlen(kFilePrefix)), Trim(line.substr(eq + 1)),
+          path.string() + ":" + std::to_string(number), out);
+  }
+}
+
+void ApplyEnvironment(SettingsResult& out) {
+  const size_t prefixLength = std::strlen(kEnvPrefix);
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    if (entry.rfind(kEnvPrefix, 0) != 0) continue;
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = Lower(entry.substr(prefixLength, eq - prefixLength));
+    Apply(key, entry.substr(eq + 1), "environment " + entry.substr(0, eq), out);
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& KnownSettingKeys() {
+  static const std::vector<std::string> keys = {"force_enable", "log_level", "dump_dir", "validate"};
+  return keys;
+}
+
+SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo) {
+  SettingsResult result;
+  // Lowest precedence first; later sources overwrite earlier ones.
+  ApplyApiSettings(createInfo, result);
+  ApplySettingsFile(result);
+  ApplyEnvironment(result);
+  return result;
+}
+
+const char* LogLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::Error: return "error";
+    case LogLevel::Warning: return "warning";
+    case LogLevel::Info: return "info";
+    case LogLevel::Debug: return "debug";
+  }
+  return "?";
+}
+
+}  // namespace coopmat::layer

@@ -1,0 +1,37 @@
+// Layer settings, read once per instance from (highest precedence first):
+//   1. environment variables VK_COOPMAT_MAINTENANCE1_<KEY>
+//   2. vk_layer_settings.txt lines "coopmat_maintenance1.<key> = <value>"
+//      (file named by VK_LAYER_SETTINGS_PATH, a file or a folder, else the working folder)
+//   3. VkLayerSettingsCreateInfoEXT entries with pLayerName == VK_LAYER_coopmat_maintenance1
+// the same precedence as Vulkan-Utility-Libraries' vkuLayerSettings.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <string>
+#include <vector>
+
+namespace coopmat::layer {
+
+enum class LogLevel { Error = 0, Warning = 1, Info = 2, Debug = 3 };
+
+struct Settings {
+  bool forceEnable = false;    // serve the extension even where the driver implements it natively
+  LogLevel logLevel = LogLevel::Warning;
+  std::string dumpDir;         // write original and rewritten SPIR-V of every lowered module here
+  bool validate = false;       // run spirv-val on every rewritten module
+};
+
+struct SettingsResult {
+  Settings settings;
+  std::vector<std::string> warnings;  // unknown keys and unparsable values
+};
+
+// Every key the layer understands; also the source of the manifest's documentation.
+const std::vector<std::string>& KnownSettingKeys();
+
+SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo);
+
+const char* LogLevelName(LogLevel level);
+
+}  // namespace coopmat::layer

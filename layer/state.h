@@ -1,0 +1,115 @@
+// Per-instance and per-device state, found through dispatch-key maps: every
+// dispatchable handle starts with the loader's dispatch table pointer, shared by
+// an instance and its physical devices, and by a device and its queues.
+#pragma once
+
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "settings.h"
+
+namespace coopmat::layer {
+
+using DispatchKey = void*;
+template <typename Handle> DispatchKey KeyOf(Handle handle) { return *reinterpret_cast<void**>(handle); }
+
+struct InstanceDispatch {
+  PFN_vkGetInstanceProcAddr GetInstanceProcAddr = nullptr;
+  PFN_GetPhysicalDeviceProcAddr GetPhysicalDeviceProcAddr = nullptr;
+  PFN_vkDestroyInstance DestroyInstance = nullptr;
+  PFN_vkEnumerateDeviceExtensionProperties EnumerateDeviceExtensionProperties = nullptr;
+  PFN_vkGetPhysicalDeviceProperties GetPhysicalDeviceProperties = nullptr;
+  PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2 = nullptr;
+  PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2 = nullptr;
+  PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2KHR = nullptr;
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR GetPhysicalDeviceCooperativeMatrixPropertiesKHR = nullptr;
+  PFN_vkGetPhysicalDeviceCooperativeMatrixProperties2EXT GetPhysicalDeviceCooperativeMatrixProperties2EXT = nullptr;
+  PFN_vkSubmitDebugUtilsMessageEXT SubmitDebugUtilsMessageEXT = nullptr;
+};
+
+struct DeviceDispatch {
+  PFN_vkGetDeviceProcAddr GetDeviceProcAddr = nullptr;
+  PFN_vkDestroyDevice DestroyDevice = nullptr;
+  PFN_vkCreateShaderModule CreateShaderModule = nullptr;
+  PFN_vkCreateComputePipelines CreateComputePipelines = nullptr;
+  PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines = nullptr;
+  PFN_vkCreateShadersEXT CreateShadersEXT = nullptr;
+};
+
+// What the layer learned about one physical device, once.
+struct PhysicalDeviceInfo {
+  bool hasKhrCoopmat = false;      // driver lists VK_KHR_cooperative_matrix
+  bool nativeExt = false;          // driver lists VK_EXT_cooperative_matrix_maintenance1 itself
+  bool serve = false;              // the layer provides the extension on this device
+  uint32_t apiVersion = 0;
+  uint32_t subgroupSize = 0;
+  uint32_t minSubgroupSize = 0;    // == subgroupSize without subgroupSizeControl
+  uint32_t maxSubgroupSize = 0;
+  bool subgroupSizeControl = false;
+  uint32_t maxComputeSharedMemorySize = 0;
+};
+
+struct InstanceData {
+  VkInstance instance = VK_NULL_HANDLE;
+  InstanceDispatch dispatch;
+  Settings settings;
+  uint32_t apiVersion = VK_API_VERSION_1_0;
+  bool debugUtilsEnabled = false;
+
+  std::mutex physicalDevicesMutex;
+  std::unordered_map<VkPhysicalDevice, PhysicalDeviceInfo> physicalDevices;
+};
+
+struct DeviceData {
+  VkDevice device = VK_NULL_HANDLE;
+  InstanceData* instance = nullptr;
+  DeviceDispatch dispatch;
+  PhysicalDeviceInfo physicalDevice;
+  bool emulating = false;  // the app enabled the extension and the layer serves it
+  VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT enabledFeatures{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT};
+  uint32_t vulkanMinor = 0;  // the environment rewritten modules are validated against
+};
+
+// A thread-safe map from dispatch key to owned state.
+template <typename Data> class StateMap {
+ public:
+  Data* Find(DispatchKey key) const {
+    std::shared_lock lock(mutex_);
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : it->second.get();
+  }
+  Data* Insert(DispatchKey key, std::unique_ptr<Data> data) {
+    std::unique_lock lock(mutex_);
+    Data* raw = data.get();
+    map_[key] = std::move(data);
+    return raw;
+  }
+  void Erase(DispatchKey key) {
+    std::unique_lock lock(mutex_);
+    map_.erase(key);
+  }
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<DispatchKey, std::unique_ptr<Data>> map_;
+};
+
+StateMap<InstanceData>& Instances();
+StateMap<DeviceData>& Devices();
+
+inline InstanceData* GetInstanceData(VkInstance instance) { return Instances().Find(KeyOf(instance)); }
+inline InstanceData* GetInstanceData(VkPhysicalDevice physicalDevice) { return Instances().Find(KeyOf(physicalDevice)); }
+inline DeviceData* GetDeviceData(VkDevice device) { return Devices().Find(KeyOf(device)); }
+
+// Queries (once) and returns what the layer needs to know about a physical device.
+PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevice physicalDevice);
+
+}  // namespace coopmat::layer

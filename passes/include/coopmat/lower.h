@@ -1,0 +1,83 @@
+// Public interface of the rewrite library: everything the layer and the tools
+// need to turn a SPIR-V module that uses SPV_EXT_cooperative_matrix_maintenance1
+// into one that needs only SPV_KHR_cooperative_matrix. No Vulkan calls, no
+// global state: every function is safe to call from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace coopmat {
+
+// What a module declares, found by a cheap scan that stops at the first OpFunction.
+struct ExtUsage {
+  bool extExtension = false;   // OpExtension "SPV_EXT_cooperative_matrix_maintenance1"
+  bool nvExtension = false;    // OpExtension "SPV_NV_cooperative_matrix2"
+  bool conversions = false;    // OpCapability CooperativeMatrixConversionsEXT (5429)
+  bool reductions = false;     // OpCapability CooperativeMatrixReductionsEXT/NV (5430)
+  bool perElement = false;     // OpCapability CooperativeMatrixPerElementOperationsEXT/NV (5432)
+  bool getCoordinate = false;  // OpCapability CooperativeMatrixGetCoordinateEXT (5438)
+
+  // True when the module needs the rewrite: it uses an EXT-only capability, or
+  // declares the EXT extension (then 5430/5432 are EXT operations too). A pure
+  // NV coopmat2 module is left to the driver.
+  bool NeedsLowering() const {
+    return conversions || getCoordinate || (extExtension && (reductions || perElement));
+  }
+};
+
+struct ScanResult {
+  bool ok = false;        // false: not a SPIR-V module we can read (error says why)
+  std::string error;
+  ExtUsage usage;
+};
+
+// Reads the header and the sections before the first function. Bounds-checked.
+ScanResult ScanModule(std::span<const uint32_t> words);
+
+struct LowerOptions {
+  // Smallest subgroup size the pipeline can run with. The portable path slices its
+  // Workgroup scratch per subgroup, so this bounds the number of slices.
+  uint32_t minSubgroupSize = 8;
+  // maxComputeSharedMemorySize of the device; 0 disables the check.
+  uint32_t maxSharedMemoryBytes = 0;
+  // Run spirv-val on the result and fail if it does not validate.
+  bool validate = false;
+};
+
+struct LowerStats {
+  uint32_t getCoordinate = 0;
+  uint32_t convertUse = 0;   // OpCooperativeMatrixConvertUseEXT
+  uint32_t convert = 0;      // Op*Convert that change Use (relaxed rules)
+  uint32_t transpose = 0;    // conversions carrying CooperativeMatrixTransposeEXT
+  uint32_t perElement = 0;
+  uint32_t reduce = 0;
+  size_t wordsIn = 0;
+  size_t wordsOut = 0;
+  // Scratch the lowering added, per subgroup slice, when the sizes are constant
+  // (0 when none or when it depends on specialization constants).
+  uint32_t scratchBytesPerSubgroup = 0;
+  double microseconds = 0;
+
+  uint32_t OpsLowered() const { return getCoordinate + convertUse + convert + perElement + reduce; }
+};
+
+struct LowerResult {
+  bool ok = false;
+  std::vector<uint32_t> words;  // the rewritten module when ok
+  std::string error;            // what failed and where, when !ok
+  LowerStats stats;
+};
+
+// Rewrites every EXT operation into core KHR SPIR-V. Never throws, never crashes on
+// malformed input: such input yields ok == false with a message.
+LowerResult LowerModule(std::span<const uint32_t> words, const LowerOptions& options);
+
+// Runs spirv-val. vulkanMinor selects the Vulkan 1.x environment; a negative value
+// picks the newest environment that accepts the module's SPIR-V version.
+// Returns an empty string when the module is valid, otherwise the validator's message.
+std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor = -1);
+
+}  // namespace coopmat

@@ -1,0 +1,68 @@
+// The cheap test the layer runs on every module: does it need the rewrite?
+// It reads only the preamble (capabilities, extensions) and stops at the first
+// function, so modules without the extension cost a few hundred word reads.
+#include <cstring>
+
+#include <spirv/unified1/spirv.hpp11>
+
+#include "coopmat/lower.h"
+
+namespace coopmat {
+namespace {
+
+constexpr uint32_t kHeaderWords = 5;
+
+// A literal string operand starting at words[begin], at most `limit` words long.
+std::string ReadLiteralString(std::span<const uint32_t> words, size_t begin, size_t end) {
+  std::string out;
+  for (size_t w = begin; w < end; ++w) {
+    for (int b = 0; b < 4; ++b) {
+      char c = static_cast<char>((words[w] >> (8 * b)) & 0xff);
+      if (c == 0) return out;
+      out.push_back(c);
+    }
+  }
+  return out;  // unterminated: caller compares, a partial string simply won't match
+}
+
+}  // namespace
+
+ScanResult ScanModule(std::span<const uint32_t> words) {
+  ScanResult result;
+  if (words.size() < kHeaderWords) {
+    result.error = "module is shorter than the 5-word SPIR-V header";
+    return result;
+  }
+  if (words[0] != spv::MagicNumber) {
+    result.error = "not a SPIR-V module (bad magic number)";
+    return result;
+  }
+  size_t pos = kHeaderWords;
+  while (pos < words.size()) {
+    const uint32_t wordCount = words[pos] >> 16;
+    const auto opcode = static_cast<spv::Op>(words[pos] & 0xffff);
+    if (wordCount == 0 || pos + wordCount > words.size()) {
+      result.error = "instruction at word " + std::to_string(pos) + " has an invalid word count";
+      return result;
+    }
+    if (opcode == spv::Op::OpFunction) break;
+    if (opcode == spv::Op::OpCapability && wordCount >= 2) {
+      switch (static_cast<spv::Capability>(words[pos + 1])) {
+        case spv::Capability::CooperativeMatrixConversionsEXT: result.usage.conversions = true; break;
+        case spv::Capability::CooperativeMatrixReductionsEXT: result.usage.reductions = true; break;
+        case spv::Capability::CooperativeMatrixPerElementOperationsEXT: result.usage.perElement = true; break;
+        case spv::Capability::CooperativeMatrixGetCoordinateEXT: result.usage.getCoordinate = true; break;
+        default: break;
+      }
+    } else if (opcode == spv::Op::OpExtension && wordCount >= 2) {
+      const std::string name = ReadLiteralString(words, pos + 1, pos + wordCount);
+      if (name == "SPV_EXT_cooperative_matrix_maintenance1") result.usage.extExtension = true;
+      if (name == "SPV_NV_cooperative_matrix2") result.usage.nvExtension = true;
+    }
+    pos += wordCount;
+  }
+  result.ok = true;
+  return result;
+}
+
+}  // namespace coopmat

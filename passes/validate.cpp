@@ -1,0 +1,45 @@
+// spirv-val as a library call: the layer's `validate` setting and the tests use it.
+#include <spirv-tools/libspirv.hpp>
+
+#include "coopmat/lower.h"
+
+namespace coopmat {
+namespace {
+
+spv_target_env EnvForVulkan(int minor) {
+  switch (minor) {
+    case 0: return SPV_ENV_VULKAN_1_0;
+    case 1: return SPV_ENV_VULKAN_1_1;
+    case 2: return SPV_ENV_VULKAN_1_2;
+    case 3: return SPV_ENV_VULKAN_1_3;
+    default: return SPV_ENV_VULKAN_1_4;
+  }
+}
+
+// The oldest Vulkan whose environment accepts a module's SPIR-V version would
+// hide nothing; the newest (1.4) accepts every version up to 1.6.
+int MinorForModule(std::span<const uint32_t> words) {
+  if (words.size() < 2) return 4;
+  const uint32_t spirvMinor = (words[1] >> 8) & 0xff;
+  if (spirvMinor <= 3) return 1;
+  if (spirvMinor <= 5) return 2;
+  return 3;
+}
+
+}  // namespace
+
+std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor) {
+  const spv_target_env env = EnvForVulkan(vulkanMinor < 0 ? MinorForModule(words) : vulkanMinor);
+  spvtools::SpirvTools tools(env);
+  std::string messages;
+  tools.SetMessageConsumer([&messages](spv_message_level_t, const char*, const spv_position_t& position,
+                                       const char* message) {
+    if (!messages.empty()) messages += "\n";
+    messages += "word " + std::to_string(position.index) + ": " + message;
+  });
+  spvtools::ValidatorOptions options;
+  if (tools.Validate(words.data(), words.size(), options)) return {};
+  return messages.empty() ? std::string("spirv-val rejected the module") : messages;
+}
+
+}  // namespace coopmat
