@@ -1,0 +1,188 @@
+// coopmat-info: what a machine offers for cooperative matrices, with and without
+// VK_LAYER_coopmat_maintenance1 — KHR properties, the maintenance1 features and
+// the Properties2 answers for every legal subgroup size.
+//
+//   coopmat-info [--no-layer | --layer-only]
+#include <vulkan/vulkan.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr const char* kLayerName = "VK_LAYER_coopmat_maintenance1";
+constexpr const char* kDisableVariable = "DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1";
+
+const char* ComponentName(VkComponentTypeKHR type) {
+  switch (type) {
+    case VK_COMPONENT_TYPE_FLOAT16_KHR: return "f16";
+    case VK_COMPONENT_TYPE_FLOAT32_KHR: return "f32";
+    case VK_COMPONENT_TYPE_FLOAT64_KHR: return "f64";
+    case VK_COMPONENT_TYPE_SINT8_KHR: return "s8";
+    case VK_COMPONENT_TYPE_SINT16_KHR: return "s16";
+    case VK_COMPONENT_TYPE_SINT32_KHR: return "s32";
+    case VK_COMPONENT_TYPE_SINT64_KHR: return "s64";
+    case VK_COMPONENT_TYPE_UINT8_KHR: return "u8";
+    case VK_COMPONENT_TYPE_UINT16_KHR: return "u16";
+    case VK_COMPONENT_TYPE_UINT32_KHR: return "u32";
+    case VK_COMPONENT_TYPE_UINT64_KHR: return "u64";
+    case VK_COMPONENT_TYPE_BFLOAT16_KHR: return "bf16";
+    case VK_COMPONENT_TYPE_FLOAT8_E4M3_EXT: return "e4m3";
+    case VK_COMPONENT_TYPE_FLOAT8_E5M2_EXT: return "e5m2";
+    default: return "?";
+  }
+}
+
+const char* ScopeName(VkScopeKHR scope) {
+  switch (scope) {
+    case VK_SCOPE_DEVICE_KHR: return "device";
+    case VK_SCOPE_WORKGROUP_KHR: return "workgroup";
+    case VK_SCOPE_SUBGROUP_KHR: return "subgroup";
+    case VK_SCOPE_QUEUE_FAMILY_KHR: return "queuefamily";
+    default: return "?";
+  }
+}
+
+bool LayerInstalled() {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  for (const auto& l : layers) {
+    if (std::strcmp(l.layerName, kLayerName) == 0) return true;
+  }
+  return false;
+}
+
+bool HasExtension(VkPhysicalDevice device, const char* name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> list(count);
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &count, list.data());
+  for (const auto& e : list) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
+}
+
+void PrintKhr(VkInstance instance, VkPhysicalDevice device) {
+  auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  uint32_t count = 0;
+  if (!query || query(device, &count, nullptr) != VK_SUCCESS) {
+    std::printf("    KHR properties: query failed\n");
+    return;
+  }
+  std::vector<VkCooperativeMatrixPropertiesKHR> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  query(device, &count, list.data());
+  std::printf("    KHR properties: %u\n", count);
+  for (const auto& p : list) {
+    std::printf("      M=%-3u N=%-3u K=%-3u A=%-4s B=%-4s C=%-4s Result=%-4s saturating=%u scope=%s\n", p.MSize, p.NSize,
+                p.KSize, ComponentName(p.AType), ComponentName(p.BType), ComponentName(p.CType),
+                ComponentName(p.ResultType), p.saturatingAccumulation, ScopeName(p.scope));
+  }
+}
+
+void PrintProperties2(VkInstance instance, VkPhysicalDevice device, uint32_t subgroupSize) {
+  auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixProperties2EXT>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT"));
+  if (!query) return;
+  VkPhysicalDeviceCooperativeMatrixInfo2EXT info{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_INFO_2_EXT};
+  info.scope = VK_SCOPE_SUBGROUP_KHR;
+  info.subgroupSize = subgroupSize;
+  uint32_t count = 0;
+  const VkResult result = query(device, &info, &count, nullptr);
+  std::vector<VkCooperativeMatrixProperties2EXT> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_2_EXT});
+  if (result == VK_SUCCESS && count) query(device, &info, &count, list.data());
+  std::printf("    Properties2 (subgroup scope, subgroupSize=%u%s): %u%s\n", subgroupSize,
+              subgroupSize == 0 ? " = unknown at creation" : "", count, result == VK_SUCCESS ? "" : " (query failed)");
+  for (const auto& p : list) {
+    std::printf("      granularity M=%-3u N=%-3u K=%-3u A=%-4s B=%-4s C=%-4s Result=%s\n", p.MGranularity, p.NGranularity,
+                p.KGranularity, ComponentName(p.AType), ComponentName(p.BType), ComponentName(p.CType),
+                ComponentName(p.ResultType));
+  }
+}
+
+void Report(bool withLayer) {
+  // Without the layer: also switch off an implicit install of it for this instance.
+  if (!withLayer) setenv(kDisableVariable, "1", 1);
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "coopmat-info";
+  app.apiVersion = VK_API_VERSION_1_3;
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  const char* layers[] = {kLayerName};
+  if (withLayer) {
+    info.enabledLayerCount = 1;
+    info.ppEnabledLayerNames = layers;
+  }
+  VkInstance instance = VK_NULL_HANDLE;
+  const VkResult created = vkCreateInstance(&info, nullptr, &instance);
+  if (!withLayer) unsetenv(kDisableVariable);
+  std::printf("== %s ==\n", withLayer ? "with VK_LAYER_coopmat_maintenance1" : "without the layer");
+  if (created != VK_SUCCESS) {
+    std::printf("  vkCreateInstance failed (%d)\n", created);
+    return;
+  }
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> devices(count);
+  vkEnumeratePhysicalDevices(instance, &count, devices.data());
+  for (VkPhysicalDevice device : devices) {
+    VkPhysicalDeviceSubgroupSizeControlProperties sizes{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, &sizes};
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, &subgroup};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &driver};
+    vkGetPhysicalDeviceProperties2(device, &properties);
+    const bool khr = HasExtension(device, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    const bool ext = HasExtension(device, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
+    std::printf("  %s (%s %s)\n", properties.properties.deviceName, driver.driverName, driver.driverInfo);
+    std::printf("    subgroupSize=%u min=%u max=%u maxComputeSharedMemorySize=%u\n", subgroup.subgroupSize,
+                sizes.minSubgroupSize, sizes.maxSubgroupSize, properties.properties.limits.maxComputeSharedMemorySize);
+    std::printf("    %s: %s\n", VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, khr ? "yes" : "no");
+    std::printf("    %s: %s\n", VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, ext ? "yes" : "no");
+    if (!khr) continue;
+    PrintKhr(instance, device);
+    if (!ext) continue;
+    VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT m1{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &m1};
+    vkGetPhysicalDeviceFeatures2(device, &features);
+    std::printf("    features: cooperativeMatrixProperties2=%u Reductions=%u Conversions=%u PerElementOperations=%u "
+                "GetCoordinate=%u\n",
+                m1.cooperativeMatrixProperties2, m1.cooperativeMatrixReductions, m1.cooperativeMatrixConversions,
+                m1.cooperativeMatrixPerElementOperations, m1.cooperativeMatrixGetCoordinate);
+    PrintProperties2(instance, device, 0);
+    for (uint32_t size = sizes.minSubgroupSize ? sizes.minSubgroupSize : subgroup.subgroupSize;
+         size && size <= std::max(sizes.maxSubgroupSize, subgroup.subgroupSize); size *= 2)
+      PrintProperties2(instance, device, size);
+  }
+  vkDestroyInstance(instance, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool withLayer = true, withoutLayer = true;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--no-layer") == 0) withLayer = false;
+    else if (std::strcmp(argv[i], "--layer-only") == 0) withoutLayer = false;
+    else {
+      std::fprintf(stderr, "usage: coopmat-info [--no-layer | --layer-only]\n");
+      return 2;
+    }
+  }
+  if (withoutLayer) Report(false);
+  if (withLayer) {
+    if (!LayerInstalled()) {
+      std::printf("== %s is not on the layer path (set VK_ADD_LAYER_PATH=<build>/layer) ==\n", kLayerName);
+      return withoutLayer ? 0 : 1;
+    }
+    Report(true);
+  }
+  return 0;
+}
