@@ -1,0 +1,167 @@
+// The instruction builder: emission at a cursor, Function variables, block
+// splitting and structured counted loops.
+#include "lowering.h"
+
+namespace coopmat {
+
+std::string Describe(const ir::Instruction& inst) {
+  return std::string(spv::OpToString(inst.opcode)) + " %" + std::to_string(inst.resultId);
+}
+
+CoopMatType MatrixOf(Context& context, const ir::Instruction& inst, uint32_t id, const char* what) {
+  auto info = context.types.CoopMatInfo(context.types.TypeOf(id));
+  if (!info) Fail(Describe(inst) + ": " + what + " is not an OpTypeCooperativeMatrixKHR value");
+  if (info->componentBytes != 1 && info->componentBytes != 2 && info->componentBytes != 4)
+    Fail(Describe(inst) + ": " + what + " has an unsupported component type (only 8/16/32-bit int and 16/32-bit float)");
+  auto scope = context.types.ConstantValue(info->scopeId);
+  if (!scope || *scope != static_cast<uint32_t>(spv::Scope::Subgroup))
+    Fail(Describe(inst) + ": " + what + " must have a constant Subgroup scope");
+  auto use = context.types.ConstantValue(info->useId);
+  if (!use || *use > 2) Fail(Describe(inst) + ": " + what + " must have a constant Use");
+  return *info;
+}
+
+uint32_t Builder::Emit(spv::Op op, uint32_t type, std::vector<uint32_t> operands, uint32_t resultId) {
+  if (!resultId) resultId = context_.module.TakeId();
+  auto& list = function_.blocks[block_].instructions;
+  list.insert(list.begin() + static_cast<ptrdiff_t>(index_), ir::Instruction(op, type, resultId, std::move(operands)));
+  ++index_;
+  context_.types.SetTypeOf(resultId, type);
+  return resultId;
+}
+
+void Builder::EmitVoid(spv::Op op, std::vector<uint32_t> operands) {
+  auto& list = function_.blocks[block_].instructions;
+  list.insert(list.begin() + static_cast<ptrdiff_t>(index_), ir::Instruction(op, 0, 0, std::move(operands)));
+  ++index_;
+}
+
+uint32_t Builder::Variable(uint32_t type) {
+  auto& entry = function_.blocks.front().instructions;
+  size_t position = 1;
+  for (size_t i = 1; i < entry.size(); ++i) {
+    if (entry[i].opcode == spv::Op::OpVariable) position = i + 1;
+    else if (entry[i].opcode != spv::Op::OpLine && entry[i].opcode != spv::Op::OpNoLine) break;
+  }
+  const uint32_t pointer = context_.types.Pointer(spv::StorageClass::Function, type);
+  const uint32_t id = context_.module.TakeId();
+  entry.insert(entry.begin() + static_cast<ptrdiff_t>(position),
+               ir::Instruction(spv::Op::OpVariable, pointer, id, {static_cast<uint32_t>(spv::StorageClass::Function)}));
+  context_.types.SetTypeOf(id, pointer);
+  if (block_ == 0 && index_ >= position) ++index_;
+  return id;
+}
+
+uint32_t Builder::SplitBlock() {
+  ir::Block& current = function_.blocks[block_];
+  for (const ir::Instruction& inst : current.instructions)
+    if (inst.opcode == spv::Op::OpLoopMerge)
+      Fail("cannot insert a loop into loop header block %" + std::to_string(current.Label()));
+  const uint32_t oldLabel = current.Label();
+  const uint32_t newLabel = context_.module.TakeId();
+  ir::Block tail;
+  tail.instructions.emplace_back(spv::Op::OpLabel, 0, newLabel, std::vector<uint32_t>{});
+  tail.instructions.insert(tail.instructions.end(),
+                           std::make_move_iterator(current.instructions.begin() + static_cast<ptrdiff_t>(index_)),
+                           std::make_move_iterator(current.instructions.end()));
+  current.instructions.erase(current.instructions.begin() + static_cast<ptrdiff_t>(index_), current.instructions.end());
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1, std::move(tail));
+  // The terminator moved: successors now come from the tail block.
+  for (ir::Block& block : function_.blocks)
+    for (ir::Instruction& inst : block.instructions)
+      if (inst.opcode == spv::Op::OpPhi)
+        for (size_t i = 1; i < inst.operands.size(); i += 2)
+          if (inst.operands[i] == oldLabel) inst.operands[i] = newLabel;
+  return newLabel;
+}
+
+void Builder::Loop(uint32_t begin, uint32_t end, uint32_t step, const std::function<void(uint32_t)>& body) {
+  TypeManager& t = context_.types;
+  const uint32_t preheader = CurrentLabel();
+  const uint32_t merge = SplitBlock();
+  const uint32_t header = context_.module.TakeId();
+  const uint32_t bodyLabel = context_.module.TakeId();
+  const uint32_t continueLabel = context_.module.TakeId();
+  EmitVoid(spv::Op::OpBranch, {header});
+
+  // Header: induction variable, merge declaration, exit test.
+  const uint32_t counter = context_.module.TakeId();
+  const uint32_t next = context_.module.TakeId();
+  const uint32_t condition = context_.module.TakeId();
+  ir::Block headerBlock;
+  headerBlock.instructions = {
+      ir::Instruction(spv::Op::OpLabel, 0, header, {}),
+      ir::Instruction(spv::Op::OpPhi, t.Uint(), counter, {begin, preheader, next, continueLabel}),
+      ir::Instruction(spv::Op::OpULessThan, t.Bool(), condition, {counter, end}),
+      ir::Instruction(spv::Op::OpLoopMerge, 0, 0, {merge, continueLabel, static_cast<uint32_t>(spv::LoopControlMask::MaskNone)}),
+      ir::Instruction(spv::Op::OpBranchConditional, 0, 0, {condition, bodyLabel, merge}),
+  };
+  t.SetTypeOf(counter, t.Uint());
+  t.SetTypeOf(condition, t.Bool());
+  ir::Block bodyBlock;
+  bodyBlock.instructions.emplace_back(spv::Op::OpLabel, 0, bodyLabel, std::vector<uint32_t>{});
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1, std::move(headerBlock));
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 2, std::move(bodyBlock));
+  block_ += 2;
+  index_ = 1;
+
+  body(counter);
+
+  // The body may have created blocks of its own; the cursor is in the last one.
+  EmitVoid(spv::Op::OpBranch, {continueLabel});
+  ir::Block continueBlock;
+  continueBlock.instructions = {
+      ir::Instruction(spv::Op::OpLabel, 0, continueLabel, {}),
+      ir::Instruction(spv::Op::OpIAdd, t.Uint(), next, {counter, step}),
+      ir::Instruction(spv::Op::OpBranch, 0, 0, {header}),
+  };
+  t.SetTypeOf(next, t.Uint());
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1, std::move(continueBlock));
+  block_ += 2;  // the merge block follows the continue block
+  index_ = 1;
+  if (function_.blocks[block_].Label() != merge) Fail("internal error: loop merge block misplaced");
+}
+
+uint32_t Builder::Fold(spv::Op op, uint32_t a, uint32_t b) {
+  TypeManager& t = context_.types;
+  auto x = t.ConstantValue(a), y = t.ConstantValue(b);
+  if (x && y) {
+    switch (op) {
+      case spv::Op::OpIAdd: return U(*x + *y);
+      case spv::Op::OpIMul: return U(*x * *y);
+      case spv::Op::OpUDiv: if (*y) return U(*x / *y); break;
+      case spv::Op::OpUMod: if (*y) return U(*x % *y); break;
+      case spv::Op::OpShiftLeftLogical: return U(*y < 32 ? *x << *y : 0);
+      case spv::Op::OpShiftRightLogical: return U(*y < 32 ? *x >> *y : 0);
+      case spv::Op::OpBitwiseAnd: return U(*x & *y);
+      case spv::Op::OpBitwiseOr: return U(*x | *y);
+      default: break;
+    }
+  }
+  if (y && *y == 0 && (op == spv::Op::OpIAdd || op == spv::Op::OpBitwiseOr || op == spv::Op::OpShiftLeftLogical ||
+                       op == spv::Op::OpShiftRightLogical))
+    return a;
+  if (y && *y == 1 && (op == spv::Op::OpIMul || op == spv::Op::OpUDiv)) return a;
+  if (x && *x == 0 && op == spv::Op::OpIAdd) return b;
+  return Emit(op, t.Uint(), {a, b});
+}
+
+uint32_t Builder::Add(uint32_t a, uint32_t b) { return Fold(spv::Op::OpIAdd, a, b); }
+uint32_t Builder::Mul(uint32_t a, uint32_t b) { return Fold(spv::Op::OpIMul, a, b); }
+uint32_t Builder::Div(uint32_t a, uint32_t b) { return Fold(spv::Op::OpUDiv, a, b); }
+uint32_t Builder::Mod(uint32_t a, uint32_t b) { return Fold(spv::Op::OpUMod, a, b); }
+uint32_t Builder::ShiftLeft(uint32_t a, uint32_t b) { return Fold(spv::Op::OpShiftLeftLogical, a, b); }
+uint32_t Builder::ShiftRight(uint32_t a, uint32_t b) { return Fold(spv::Op::OpShiftRightLogical, a, b); }
+uint32_t Builder::And(uint32_t a, uint32_t b) { return Fold(spv::Op::OpBitwiseAnd, a, b); }
+uint32_t Builder::Or(uint32_t a, uint32_t b) { return Fold(spv::Op::OpBitwiseOr, a, b); }
+
+uint32_t Builder::ElementPointer(uint32_t var, uint32_t componentType, uint32_t index) {
+  return Emit(spv::Op::OpAccessChain, context_.types.Pointer(spv::StorageClass::Function, componentType), {var, index});
+}
+
+uint32_t Builder::AsIntType(uint32_t value, uint32_t type) {
+  if (context_.types.TypeOf(value) == type) return value;
+  return Emit(spv::Op::OpBitcast, type, {value});
+}
+
+}  // namespace coopmat

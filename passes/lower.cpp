@@ -1,0 +1,211 @@
+// The driver: parse, find the maintenance1 operations per function, prepare each
+// function (builtins, scratch slice, learned coordinate tables), lower every
+// operation, then clean the preamble and declare the scratch.
+#include <algorithm>
+#include <chrono>
+
+#include "lowering.h"
+
+namespace coopmat {
+namespace {
+
+constexpr uint32_t kTransposeDecoration = static_cast<uint32_t>(spv::Decoration::CooperativeMatrixTransposeEXT);
+constexpr const char* kExtExtension = "SPV_EXT_cooperative_matrix_maintenance1";
+
+bool IsConversionOpcode(spv::Op op) {
+  switch (op) {
+    case spv::Op::OpFConvert:
+    case spv::Op::OpSConvert:
+    case spv::Op::OpUConvert:
+    case spv::Op::OpConvertFToU:
+    case spv::Op::OpConvertFToS:
+    case spv::Op::OpConvertSToF:
+    case spv::Op::OpConvertUToF: return true;
+    default: return false;
+  }
+}
+
+bool IsExtOpcode(spv::Op op) {
+  return op == spv::Op::OpCooperativeMatrixConvertUseEXT || op == spv::Op::OpCooperativeMatrixGetCoordinateEXT ||
+         op == spv::Op::OpCooperativeMatrixReduceEXT || op == spv::Op::OpCooperativeMatrixPerElementOpEXT;
+}
+
+// Whether `inst` is an operation this pass rewrites.
+bool NeedsLowering(Context& c, const ir::Instruction& inst) {
+  if (IsExtOpcode(inst.opcode)) return true;
+  if (!IsConversionOpcode(inst.opcode) || inst.operands.empty()) return false;
+  auto to = c.types.CoopMatInfo(inst.typeId);
+  auto from = c.types.CoopMatInfo(c.types.TypeOf(inst.operands[0]));
+  if (!to || !from) return false;
+  return to->useId != from->useId || c.transposed.count(inst.resultId);
+}
+
+// The matrix types whose coordinate tables a function needs.
+void CollectCoordinateTypes(Context& c, const ir::Instruction& inst, std::vector<CoopMatType>& out) {
+  uint32_t type = 0;
+  if (inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT) type = c.types.TypeOf(inst.Operand(0));
+  if (inst.opcode == spv::Op::OpCooperativeMatrixPerElementOpEXT) type = inst.typeId;
+  if (inst.opcode == spv::Op::OpCooperativeMatrixReduceEXT && inst.Operand(1) != 3) type = inst.typeId;
+  if (!type) return;
+  const CoopMatType info = MatrixOf(c, inst, inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT ? inst.Operand(0) : inst.resultId,
+                                    "the matrix");
+  for (const CoopMatType& seen : out)
+    if (seen.id == info.id) return;
+  out.push_back(info);
+}
+
+void LowerFunction(Context& c, ir::Function& function) {
+  std::vector<CoopMatType> coordinateTypes;
+  bool any = false;
+  for (const ir::Block& block : function.blocks)
+    for (const ir::Instruction& inst : block.instructions)
+      if (NeedsLowering(c, inst)) {
+        any = true;
+        CollectCoordinateTypes(c, inst, coordinateTypes);
+      }
+  if (!any) return;
+  if (function.blocks.empty()) Fail("function %" + std::to_string(function.definition.resultId) + " has no blocks");
+
+  // Entry block, after the variables: builtins, the slice base, learned tables.
+  size_t start = 1;
+  auto& entry = function.blocks.front().instructions;
+  while (start < entry.size() && (entry[start].opcode == spv::Op::OpVariable || entry[start].opcode == spv::Op::OpLine ||
+                                  entry[start].opcode == spv::Op::OpNoLine))
+    ++start;
+  Builder b(c, function, 0, start);
+  TypeManager& t = c.types;
+  FunctionState fs{function};
+  const uint32_t uintType = t.Uint();
+  const uint32_t subgroupId = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupId)});
+  fs.sliceBase = b.Emit(spv::Op::OpIMul, uintType, {subgroupId, c.scratch.WordsPerSlice()});
+  fs.lane = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupLocalInvocationId)});
+  fs.subgroupSize = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
+  for (const CoopMatType& type : coordinateTypes) PrepareCoordinates(b, fs, type);
+
+  // Lower in order, continuing after each replacement.
+  size_t blockIndex = b.block(), index = b.index();
+  while (blockIndex < function.blocks.size()) {
+    auto& list = function.blocks[blockIndex].instructions;
+    if (index >= list.size()) {
+      ++blockIndex;
+      index = 0;
+      continue;
+    }
+    if (!NeedsLowering(c, list[index])) {
+      ++index;
+      continue;
+    }
+    const ir::Instruction inst = list[index];
+    list.erase(list.begin() + static_cast<ptrdiff_t>(index));
+    Builder at(c, function, blockIndex, index);
+    switch (inst.opcode) {
+      case spv::Op::OpCooperativeMatrixGetCoordinateEXT: LowerGetCoordinate(at, fs, inst); break;
+      case spv::Op::OpCooperativeMatrixPerElementOpEXT: LowerPerElement(at, fs, inst); break;
+      case spv::Op::OpCooperativeMatrixReduceEXT: LowerReduce(at, fs, inst); break;
+      default: LowerConversion(at, fs, inst); break;
+    }
+    blockIndex = at.block();
+    index = at.index();
+  }
+}
+
+template <typename Pred>
+void EraseIf(std::vector<ir::Instruction>& list, Pred pred) {
+  list.erase(std::remove_if(list.begin(), list.end(), pred), list.end());
+}
+
+void CleanPreamble(Context& c) {
+  ir::Module& m = c.module;
+  EraseIf(m.annotations, [](const ir::Instruction& a) {
+    return a.opcode == spv::Op::OpDecorate && a.Operand(1) == kTransposeDecoration;
+  });
+  EraseIf(m.capabilities, [](const ir::Instruction& cap) {
+    switch (static_cast<spv::Capability>(cap.Operand(0))) {
+      case spv::Capability::CooperativeMatrixConversionsEXT:
+      case spv::Capability::CooperativeMatrixGetCoordinateEXT:
+      case spv::Capability::CooperativeMatrixReductionsEXT:
+      case spv::Capability::CooperativeMatrixPerElementOperationsEXT: return true;
+      default: return false;
+    }
+  });
+  EraseIf(m.extensions, [](const ir::Instruction& e) { return ir::DecodeString(e.operands) == kExtExtension; });
+  if (!c.builtins.empty()) {
+    bool has = false;
+    for (const ir::Instruction& cap : m.capabilities)
+      has |= cap.Operand(0) == static_cast<uint32_t>(spv::Capability::GroupNonUniform);
+    if (!has) m.capabilities.emplace_back(spv::Op::OpCapability, 0, 0, std::vector<uint32_t>{static_cast<uint32_t>(spv::Capability::GroupNonUniform)});
+  }
+}
+
+// Defensive: nothing of the extension may survive.
+void CheckNoLeftovers(const ir::Module& m) {
+  for (const ir::Function& f : m.functions)
+    for (const ir::Block& block : f.blocks)
+      for (const ir::Instruction& inst : block.instructions)
+        if (IsExtOpcode(inst.opcode)) Fail("internal error: " + Describe(inst) + " survived the lowering");
+}
+
+LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
+  LowerResult result;
+  result.stats.wordsIn = words.size();
+  ir::Module module;
+  if (std::string error = ir::Parse(words, module); !error.empty()) {
+    result.error = "cannot parse the module: " + error;
+    return result;
+  }
+  TypeManager types(module);
+  Context c(module, types, options, result.stats);
+  c.vulkanMemoryModel = !module.memoryModel.empty() &&
+                        module.memoryModel[0].Operand(1) == static_cast<uint32_t>(spv::MemoryModel::Vulkan);
+  for (const ir::Instruction& a : module.annotations)
+    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == kTransposeDecoration) c.transposed.insert(a.Operand(0));
+  for (const ir::Function& f : module.functions) c.functionTypes[f.definition.resultId] = f.definition.Operand(1);
+
+  bool anyWork = false;
+  for (const ir::Function& f : module.functions)
+    for (const ir::Block& block : f.blocks)
+      for (const ir::Instruction& inst : block.instructions) anyWork |= NeedsLowering(c, inst);
+  if (anyWork && module.SpirvMinor() < 3) Fail("SPV_EXT_cooperative_matrix_maintenance1 needs SPIR-V 1.3 or newer");
+
+  for (ir::Function& f : module.functions) LowerFunction(c, f);
+  CleanPreamble(c);
+  c.scratch.Finalize();
+  CheckNoLeftovers(module);
+  result.words = ir::Emit(module);
+  result.stats.wordsOut = result.words.size();
+  if (options.validate) {
+    if (std::string error = ValidateModule(result.words); !error.empty()) {
+      result.error = "the lowered module does not validate: " + error;
+      result.words.clear();
+      return result;
+    }
+  }
+  result.ok = true;
+  return result;
+}
+
+}  // namespace
+
+LowerResult LowerModule(std::span<const uint32_t> words, const LowerOptions& options) {
+  const auto begin = std::chrono::steady_clock::now();
+  LowerResult result;
+  try {
+    result = Run(words, options);
+  } catch (const LowerError& error) {
+    result = LowerResult{};
+    result.error = error.message;
+  } catch (const std::exception& error) {
+    result = LowerResult{};
+    result.error = std::string("internal error: ") + error.what();
+  } catch (...) {
+    result = LowerResult{};
+    result.error = "internal error";
+  }
+  result.stats.wordsIn = words.size();
+  result.stats.microseconds =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
+  if (!result.ok) result.words.clear();
+  return result;
+}
+
+}  // namespace coopmat

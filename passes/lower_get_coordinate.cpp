@@ -1,0 +1,136 @@
+// OpCooperativeMatrixGetCoordinateEXT, and the coordinate tables that PerElementOp
+// and Reduce share. The element layout is implementation-defined, so the shader
+// learns it: it writes a row-major matrix whose elements hold their own row (and
+// one holding the column) into scratch, loads it back as the matrix type, and
+// element i of the loaded matrix then names the row (column) of element i.
+#include "lowering.h"
+
+namespace coopmat {
+namespace {
+
+enum class Part { Whole, Low, High };
+
+// Largest integer a component type represents exactly, as a coordinate.
+uint64_t MaxExact(const CoopMatType& type) {
+  if (type.componentFloat) return type.componentBytes == 2 ? 2048 : (1u << 24);
+  if (type.componentBytes == 1) return 255;
+  if (type.componentBytes == 2) return 65535;
+  return 0xffffffffu;
+}
+
+// The base of the low/high split: low = x % base fits the type exactly.
+uint32_t SplitBase(const CoopMatType& type) {
+  if (type.componentFloat) return type.componentBytes == 2 ? 2048 : (1u << 24);
+  return type.componentBytes == 1 ? 256 : 65536;
+}
+
+bool NeedsSplit(TypeManager& t, const CoopMatType& type) {
+  if (type.componentBytes == 4) return false;  // f32 is exact to 2^24, far above any matrix dimension
+  auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
+  if (!rows || !cols) return true;  // specialization constants: be exact for any value
+  return uint64_t{std::max(*rows, *cols)} - 1 > MaxExact(type);
+}
+
+// Encodes the uint `value` as one element of the component type, as raw bits in
+// the low componentBytes*8 bits of a uint (or, for f16, as a half value).
+uint32_t EncodeElement(Builder& b, const CoopMatType& type, uint32_t value) {
+  if (type.componentFloat) return b.Emit(spv::Op::OpConvertUToF, type.componentType, {value});
+  if (type.componentBytes == 4) return value;
+  return b.And(value, b.U(type.componentBytes == 1 ? 0xffu : 0xffffu));
+}
+
+// One learned table: barrier, striped write of the coordinate matrix, barrier, load.
+uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool column, Part part, uint32_t base) {
+  Context& c = b.context();
+  TypeManager& t = c.types;
+  Scratch& scratch = c.scratch;
+  scratch.Require(type);
+  scratch.Barrier(b);
+  const uint32_t perWord = 4 / type.componentBytes;
+  const uint32_t elements = b.Mul(type.rowsId, type.colsId);
+  const uint32_t words = b.Div(b.Add(elements, b.U(perWord - 1)), b.U(perWord));
+  b.Loop(fs.lane, words, fs.subgroupSize, [&](uint32_t w) {
+    std::vector<uint32_t> encoded;
+    for (uint32_t j = 0; j < perWord; ++j) {
+      const uint32_t k = b.Add(b.Mul(w, b.U(perWord)), b.U(j));
+      uint32_t coordinate = column ? b.Mod(k, type.colsId) : b.Div(k, type.colsId);
+      if (part == Part::Low) coordinate = b.Mod(coordinate, b.U(base));
+      if (part == Part::High) coordinate = b.Div(coordinate, b.U(base));
+      encoded.push_back(EncodeElement(b, type, coordinate));
+    }
+    uint32_t word = 0;
+    if (type.componentFloat && type.componentBytes == 2) {
+      const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(type.componentType, 2), encoded);
+      word = b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
+    } else if (type.componentFloat) {
+      word = b.Emit(spv::Op::OpBitcast, t.Uint(), {encoded[0]});
+    } else {
+      word = encoded[0];
+      for (uint32_t j = 1; j < perWord; ++j) word = b.Or(word, b.ShiftLeft(encoded[j], b.U(j * 8 * type.componentBytes)));
+    }
+    scratch.StoreWord(b, fs, w, word);
+  });
+  scratch.Barrier(b);
+  const uint32_t matrix = scratch.LoadMatrix(b, fs, type, /*columnMajor=*/false, scratch.StrideWords(b, type));
+  const uint32_t variable = b.Variable(type.id);
+  b.EmitVoid(spv::Op::OpStore, {variable, matrix});
+  return variable;
+}
+
+// Element `index` of a learned table as a uint.
+uint32_t ReadTable(Builder& b, const CoopMatType& type, uint32_t variable, uint32_t index) {
+  TypeManager& t = b.types();
+  const uint32_t element = b.Emit(spv::Op::OpLoad, type.componentType, {b.ElementPointer(variable, type.componentType, index)});
+  if (type.componentFloat) return b.Emit(spv::Op::OpConvertFToU, t.Uint(), {element});
+  if (type.componentBytes == 4) return b.AsIntType(element, t.Uint());
+  return b.Emit(spv::Op::OpUConvert, t.Uint(), {element});
+}
+
+}  // namespace
+
+void PrepareCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& type) {
+  if (fs.coordinates.count(type.id)) return;
+  CoordinateTables tables;
+  if (NeedsSplit(entry.types(), type)) {
+    tables.splitBase = SplitBase(type);
+    tables.rowVar = LearnTable(entry, fs, type, false, Part::Low, tables.splitBase);
+    tables.rowHighVar = LearnTable(entry, fs, type, false, Part::High, tables.splitBase);
+    tables.colVar = LearnTable(entry, fs, type, true, Part::Low, tables.splitBase);
+    tables.colHighVar = LearnTable(entry, fs, type, true, Part::High, tables.splitBase);
+  } else {
+    tables.rowVar = LearnTable(entry, fs, type, false, Part::Whole, 0);
+    tables.colVar = LearnTable(entry, fs, type, true, Part::Whole, 0);
+  }
+  fs.coordinates[type.id] = tables;
+}
+
+uint32_t ReadCoordinate(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t index, bool column) {
+  auto it = fs.coordinates.find(type.id);
+  if (it == fs.coordinates.end()) Fail("internal error: no coordinate tables for type %" + std::to_string(type.id));
+  const CoordinateTables& tables = it->second;
+  const uint32_t low = ReadTable(b, type, column ? tables.colVar : tables.rowVar, index);
+  const uint32_t highVar = column ? tables.colHighVar : tables.rowHighVar;
+  if (!highVar) return low;
+  const uint32_t high = ReadTable(b, type, highVar, index);
+  return b.Add(b.Mul(high, b.U(tables.splitBase)), low);
+}
+
+void LowerGetCoordinate(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
+  Context& c = b.context();
+  TypeManager& t = c.types;
+  if (inst.operands.size() != 2) Fail(Describe(inst) + ": expected Matrix and Index operands");
+  const CoopMatType type = MatrixOf(c, inst, inst.operands[0], "Matrix");
+  const uint32_t indexType = t.TypeOf(inst.operands[1]);
+  if (!t.IsIntType(indexType) || t.ScalarWidth(indexType) != 32) Fail(Describe(inst) + ": Index must be a 32-bit integer");
+  const ir::Instruction* result = t.GlobalDef(inst.typeId);
+  if (!result || result->opcode != spv::Op::OpTypeVector || result->Operand(1) != 2 || !t.IsIntType(result->Operand(0)) ||
+      t.ScalarWidth(result->Operand(0)) != 32)
+    Fail(Describe(inst) + ": Result Type must be a vector of two 32-bit integers");
+  const uint32_t component = result->Operand(0);
+  const uint32_t row = b.AsIntType(ReadCoordinate(b, fs, type, inst.operands[1], false), component);
+  const uint32_t col = b.AsIntType(ReadCoordinate(b, fs, type, inst.operands[1], true), component);
+  b.Emit(spv::Op::OpCompositeConstruct, inst.typeId, {row, col}, inst.resultId);
+  ++c.stats.getCoordinate;
+}
+
+}  // namespace coopmat

@@ -1,0 +1,159 @@
+// Internal interface shared by the lowerings: the per-module context, the
+// per-function state, an instruction builder with a cursor, the Workgroup
+// scratch, and one entry point per lowered operation.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "coopmat/lower.h"
+#include "ir.h"
+#include "type_manager.h"
+
+namespace coopmat {
+
+class Builder;
+struct FunctionState;
+
+// The one Workgroup `uint[numSlices * wordsPerSlice]` array every lowering shares,
+// sliced per subgroup by SubgroupId. Its size is only known once every op has
+// been lowered, so its ids are reserved up front and defined by Finalize().
+class Scratch {
+ public:
+  explicit Scratch(struct Context& context) : context_(context) {}
+
+  // Records that a use stores `type` whole into a slice.
+  void Require(const CoopMatType& type);
+  bool Used() const { return variable_ != 0; }
+  uint32_t Variable();
+  uint32_t WordsPerSlice();  // id of a uint constant (possibly a specialization constant op)
+
+  // Subgroup-scope barrier that orders the slice's Workgroup accesses.
+  void Barrier(Builder& b);
+  uint32_t WordPointer(Builder& b, const FunctionState& fs, uint32_t wordOffset);
+  uint32_t LoadWord(Builder& b, const FunctionState& fs, uint32_t wordOffset);
+  void StoreWord(Builder& b, const FunctionState& fs, uint32_t wordOffset, uint32_t value);
+  // Row-major stride of `type` in uint words: cols * componentBytes / 4.
+  uint32_t StrideWords(Builder& b, const CoopMatType& type);
+  // barrier; store `value` row-major into the slice; barrier.
+  void StoreMatrix(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& type);
+  // Loads the slice as `type`; columnMajor reads it transposed. `stride` in words.
+  uint32_t LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,
+                      uint32_t stride, uint32_t resultId = 0);
+  // Element k (row-major) of a matrix of `type` stored in the slice, as the component type.
+  uint32_t ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t elementIndex);
+
+  // Declares the array and variable, adds them to the entry points, checks the limit.
+  void Finalize();
+
+ private:
+  uint32_t MemoryOperandsMask() const;
+  struct Context& context_;
+  uint32_t variable_ = 0;
+  uint32_t wordsPerSlice_ = 0;
+  uint32_t maxConstantWords_ = 0;
+  std::vector<uint32_t> specWords_;  // ids of specialization-constant word counts
+  std::set<uint32_t> requiredTypes_;
+};
+
+struct Context {
+  ir::Module& module;
+  TypeManager& types;
+  const LowerOptions& options;
+  LowerStats& stats;
+  bool vulkanMemoryModel = false;
+  std::set<uint32_t> transposed;  // results decorated CooperativeMatrixTransposeEXT
+  std::map<uint32_t, uint32_t> functionTypes;  // OpFunction id -> OpTypeFunction id
+  std::map<spv::BuiltIn, uint32_t> builtins;   // builtin -> Input variable
+  Scratch scratch;
+
+  Context(ir::Module& m, TypeManager& t, const LowerOptions& o, LowerStats& s)
+      : module(m), types(t), options(o), stats(s), scratch(*this) {}
+
+  // The Input variable for a uint builtin, reusing the module's own when present.
+  uint32_t BuiltinVariable(spv::BuiltIn builtin);
+  // Memory semantics for the subgroup barriers (adds MakeAvailable|MakeVisible under the Vulkan model).
+  uint32_t BarrierSemantics() const;
+  // Parameter types of the function `functionId` (empty when it is not a function).
+  std::vector<uint32_t> ParameterTypes(uint32_t functionId) const;
+  uint32_t ReturnType(uint32_t functionId) const;
+};
+
+// Learned element->coordinate tables for one matrix type in one function.
+struct CoordinateTables {
+  uint32_t rowVar = 0, colVar = 0;            // Function variables of the matrix type
+  uint32_t rowHighVar = 0, colHighVar = 0;    // set when a coordinate is split in low/high parts
+  uint32_t splitBase = 0;                     // the part base (e.g. 256 for 8-bit types)
+};
+
+struct FunctionState {
+  ir::Function& function;
+  uint32_t sliceBase = 0;      // SubgroupId * wordsPerSlice
+  uint32_t lane = 0;           // SubgroupLocalInvocationId
+  uint32_t subgroupSize = 0;   // SubgroupSize
+  std::map<uint32_t, CoordinateTables> coordinates;  // by matrix type id
+};
+
+// Inserts instructions at a cursor inside one function and builds structured loops.
+class Builder {
+ public:
+  Builder(Context& context, ir::Function& function, size_t block, size_t index)
+      : context_(context), function_(function), block_(block), index_(index) {}
+
+  Context& context() { return context_; }
+  TypeManager& types() { return context_.types; }
+  size_t block() const { return block_; }
+  size_t index() const { return index_; }
+
+  // Emits an instruction with a result; returns its id (resultId when non-zero).
+  uint32_t Emit(spv::Op op, uint32_t type, std::vector<uint32_t> operands, uint32_t resultId = 0);
+  void EmitVoid(spv::Op op, std::vector<uint32_t> operands);
+  // A Function-storage variable of `type`, placed with the entry block's variables.
+  uint32_t Variable(uint32_t type);
+
+  // for (i = begin; i < end; i += step) body(i), as a structured loop.
+  void Loop(uint32_t begin, uint32_t end, uint32_t step, const std::function<void(uint32_t)>& body);
+
+  // uint arithmetic, folded when both operands are plain constants.
+  uint32_t Add(uint32_t a, uint32_t b);
+  uint32_t Mul(uint32_t a, uint32_t b);
+  uint32_t Div(uint32_t a, uint32_t b);
+  uint32_t Mod(uint32_t a, uint32_t b);
+  uint32_t ShiftLeft(uint32_t a, uint32_t b);
+  uint32_t ShiftRight(uint32_t a, uint32_t b);
+  uint32_t And(uint32_t a, uint32_t b);
+  uint32_t Or(uint32_t a, uint32_t b);
+  uint32_t U(uint32_t value) { return context_.types.UintConstant(value); }
+
+  // Element `index` of the matrix held in Function variable `var` of `matrixType`.
+  uint32_t ElementPointer(uint32_t var, uint32_t componentType, uint32_t index);
+  // Converts a 32-bit int value to `type` (another 32-bit int type) by bitcast when needed.
+  uint32_t AsIntType(uint32_t value, uint32_t type);
+
+ private:
+  uint32_t Fold(spv::Op op, uint32_t a, uint32_t b);
+  uint32_t SplitBlock();  // moves [cursor, end) of the current block into a new block; returns its label
+  uint32_t CurrentLabel() const { return function_.blocks[block_].Label(); }
+
+  Context& context_;
+  ir::Function& function_;
+  size_t block_;
+  size_t index_;
+};
+
+// Per-operation lowerings; each replaces the instruction (already removed) at the
+// builder's cursor and gives its final value the original result id.
+void PrepareCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& type);
+uint32_t ReadCoordinate(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t index, bool column);
+void LowerGetCoordinate(Builder& b, FunctionState& fs, const ir::Instruction& inst);
+void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst);
+void LowerPerElement(Builder& b, FunctionState& fs, const ir::Instruction& inst);
+void LowerReduce(Builder& b, FunctionState& fs, const ir::Instruction& inst);
+
+// "OpFoo %12" for error messages.
+std::string Describe(const ir::Instruction& inst);
+// The matrix type of value `id`, or a LowerError naming `inst` and `what`.
+CoopMatType MatrixOf(Context& context, const ir::Instruction& inst, uint32_t id, const char* what);
+
+}  // namespace coopmat

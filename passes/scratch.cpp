@@ -1,0 +1,312 @@
+// The shared Workgroup scratch: one uint array sliced per subgroup, the builtins
+// that index it, the barriers around every use, and its final declaration.
+#include <algorithm>
+
+#include "lowering.h"
+
+namespace coopmat {
+namespace {
+
+constexpr uint32_t kMakeAvailable = 0x2000;
+constexpr uint32_t kMakeVisible = 0x4000;
+constexpr uint32_t kNonPrivatePointer = 0x20;
+
+bool IsComputeLike(uint32_t model) {
+  switch (static_cast<spv::ExecutionModel>(model)) {
+    case spv::ExecutionModel::GLCompute:
+    case spv::ExecutionModel::TaskNV:
+    case spv::ExecutionModel::MeshNV:
+    case spv::ExecutionModel::TaskEXT:
+    case spv::ExecutionModel::MeshEXT: return true;
+    default: return false;
+  }
+}
+
+// Index of the first interface operand of an OpEntryPoint (after the name string).
+size_t InterfaceStart(const ir::Instruction& entry) {
+  size_t i = 2;
+  while (i < entry.operands.size()) {
+    const uint32_t word = entry.operands[i++];
+    if ((word & 0xff000000u) == 0 || (word & 0x00ff0000u) == 0 || (word & 0x0000ff00u) == 0 || (word & 0xffu) == 0) break;
+  }
+  return i;
+}
+
+void AddToInterface(ir::Instruction& entry, uint32_t variable) {
+  const size_t start = InterfaceStart(entry);
+  for (size_t i = start; i < entry.operands.size(); ++i)
+    if (entry.operands[i] == variable) return;
+  entry.operands.push_back(variable);
+}
+
+}  // namespace
+
+uint32_t Context::BarrierSemantics() const {
+  uint32_t semantics = static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease) |
+                       static_cast<uint32_t>(spv::MemorySemanticsMask::WorkgroupMemory);
+  if (vulkanMemoryModel) semantics |= kMakeAvailable | kMakeVisible;
+  return types.UintConstant(semantics);
+}
+
+uint32_t Context::BuiltinVariable(spv::BuiltIn builtin) {
+  if (auto it = builtins.find(builtin); it != builtins.end()) return it->second;
+  uint32_t variable = 0;
+  for (const ir::Instruction& a : module.annotations) {
+    if (a.opcode != spv::Op::OpDecorate || a.operands.size() < 3) continue;
+    if (a.operands[1] != static_cast<uint32_t>(spv::Decoration::BuiltIn) || a.operands[2] != static_cast<uint32_t>(builtin)) continue;
+    const ir::Instruction* def = types.GlobalDef(a.operands[0]);
+    if (!def || def->opcode != spv::Op::OpVariable) continue;
+    const ir::Instruction* pointer = types.GlobalDef(def->typeId);
+    if (pointer && pointer->Operand(0) == static_cast<uint32_t>(spv::StorageClass::Input) && pointer->Operand(1) == types.Uint()) {
+      variable = a.operands[0];
+      break;
+    }
+  }
+  if (!variable) {
+    variable = module.TakeId();
+    types.AddGlobal(ir::Instruction(spv::Op::OpVariable, types.Pointer(spv::StorageClass::Input, types.Uint()), variable,
+                                    {static_cast<uint32_t>(spv::StorageClass::Input)}));
+    module.annotations.emplace_back(spv::Op::OpDecorate, 0, 0,
+                                    std::vector<uint32_t>{variable, static_cast<uint32_t>(spv::Decoration::BuiltIn),
+                                                          static_cast<uint32_t>(builtin)});
+  }
+  builtins[builtin] = variable;
+  return variable;
+}
+
+std::vector<uint32_t> Context::ParameterTypes(uint32_t functionId) const {
+  auto it = functionTypes.find(functionId);
+  if (it == functionTypes.end()) return {};
+  const ir::Instruction* type = types.GlobalDef(it->second);
+  if (!type || type->opcode != spv::Op::OpTypeFunction || type->operands.empty()) return {};
+  return std::vector<uint32_t>(type->operands.begin() + 1, type->operands.end());
+}
+
+uint32_t Context::ReturnType(uint32_t functionId) const {
+  auto it = functionTypes.find(functionId);
+  if (it == functionTypes.end()) return 0;
+  const ir::Instruction* type = types.GlobalDef(it->second);
+  return type && type->opcode == spv::Op::OpTypeFunction ? type->Operand(0) : 0;
+}
+
+uint32_t Scratch::Variable() {
+  if (!variable_) variable_ = context_.module.TakeId();
+  return variable_;
+}
+
+uint32_t Scratch::WordsPerSlice() {
+  if (!wordsPerSlice_) wordsPerSlice_ = context_.module.TakeId();
+  return wordsPerSlice_;
+}
+
+void Scratch::Require(const CoopMatType& type) {
+  Variable();
+  if (!requiredTypes_.insert(type.id).second) return;
+  TypeManager& t = context_.types;
+  auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
+  if (rows && cols) {
+    const uint64_t bytes = uint64_t{*rows} * *cols * type.componentBytes;
+    if (bytes > (uint64_t{1} << 30)) Fail("cooperative matrix type %" + std::to_string(type.id) + " is implausibly large");
+    maxConstantWords_ = std::max(maxConstantWords_, static_cast<uint32_t>((bytes + 3) / 4));
+    return;
+  }
+  const uint32_t elements = t.SpecOp(t.Uint(), spv::Op::OpIMul, {type.rowsId, type.colsId});
+  const uint32_t bytes = t.SpecOp(t.Uint(), spv::Op::OpIMul, {elements, t.UintConstant(type.componentBytes)});
+  const uint32_t padded = t.SpecOp(t.Uint(), spv::Op::OpIAdd, {bytes, t.UintConstant(3)});
+  specWords_.push_back(t.SpecOp(t.Uint(), spv::Op::OpUDiv, {padded, t.UintConstant(4)}));
+}
+
+uint32_t Scratch::MemoryOperandsMask() const { return context_.vulkanMemoryModel ? kNonPrivatePointer : 0; }
+
+void Scratch::Barrier(Builder& b) {
+  const uint32_t subgroup = b.U(static_cast<uint32_t>(spv::Scope::Subgroup));
+  b.EmitVoid(spv::Op::OpControlBarrier, {subgroup, subgroup, context_.BarrierSemantics()});
+}
+
+uint32_t Scratch::WordPointer(Builder& b, const FunctionState& fs, uint32_t wordOffset) {
+  TypeManager& t = context_.types;
+  return b.Emit(spv::Op::OpAccessChain, t.Pointer(spv::StorageClass::Workgroup, t.Uint()),
+                {Variable(), b.Add(fs.sliceBase, wordOffset)});
+}
+
+uint32_t Scratch::LoadWord(Builder& b, const FunctionState& fs, uint32_t wordOffset) {
+  const uint32_t pointer = WordPointer(b, fs, wordOffset);
+  std::vector<uint32_t> operands{pointer};
+  if (MemoryOperandsMask()) operands.push_back(MemoryOperandsMask());
+  return b.Emit(spv::Op::OpLoad, context_.types.Uint(), std::move(operands));
+}
+
+void Scratch::StoreWord(Builder& b, const FunctionState& fs, uint32_t wordOffset, uint32_t value) {
+  const uint32_t pointer = WordPointer(b, fs, wordOffset);
+  std::vector<uint32_t> operands{pointer, value};
+  if (MemoryOperandsMask()) operands.push_back(MemoryOperandsMask());
+  b.EmitVoid(spv::Op::OpStore, std::move(operands));
+}
+
+uint32_t Scratch::StrideWords(Builder& b, const CoopMatType& type) {
+  if (auto cols = context_.types.ConstantValue(type.colsId); cols && (*cols * type.componentBytes) % 4 != 0)
+    Fail("cooperative matrix type %" + std::to_string(type.id) + " has rows of " + std::to_string(*cols * type.componentBytes) +
+         " bytes, not a multiple of 4; the scratch round trip cannot address them");
+  return b.Div(b.Mul(type.colsId, b.U(type.componentBytes)), b.U(4));
+}
+
+void Scratch::StoreMatrix(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& type) {
+  Require(type);
+  Barrier(b);
+  const uint32_t pointer = WordPointer(b, fs, b.U(0));
+  std::vector<uint32_t> operands{pointer, value, b.U(static_cast<uint32_t>(spv::CooperativeMatrixLayout::RowMajorKHR)),
+                                 StrideWords(b, type)};
+  if (MemoryOperandsMask()) operands.push_back(MemoryOperandsMask());
+  b.EmitVoid(spv::Op::OpCooperativeMatrixStoreKHR, std::move(operands));
+  Barrier(b);
+}
+
+uint32_t Scratch::LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,
+                             uint32_t stride, uint32_t resultId) {
+  Require(type);
+  const uint32_t pointer = WordPointer(b, fs, b.U(0));
+  const auto layout = columnMajor ? spv::CooperativeMatrixLayout::ColumnMajorKHR : spv::CooperativeMatrixLayout::RowMajorKHR;
+  std::vector<uint32_t> operands{pointer, b.U(static_cast<uint32_t>(layout)), stride};
+  if (MemoryOperandsMask()) operands.push_back(MemoryOperandsMask());
+  return b.Emit(spv::Op::OpCooperativeMatrixLoadKHR, type.id, std::move(operands), resultId);
+}
+
+uint32_t Scratch::ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t k) {
+  TypeManager& t = context_.types;
+  const uint32_t component = type.componentType;
+  if (type.componentBytes == 4) {
+    const uint32_t word = LoadWord(b, fs, k);
+    return component == t.Uint() ? word : b.Emit(spv::Op::OpBitcast, component, {word});
+  }
+  const uint32_t perWord = 4 / type.componentBytes;
+  const uint32_t word = LoadWord(b, fs, b.Div(k, b.U(perWord)));
+  const uint32_t lane = b.Mod(k, b.U(perWord));
+  if (type.componentFloat) {  // f16: the word is a vector of two halves
+    const uint32_t pair = b.Emit(spv::Op::OpBitcast, t.Vector(component, 2), {word});
+    return b.Emit(spv::Op::OpVectorExtractDynamic, component, {pair, lane});
+  }
+  const uint32_t bits = b.ShiftRight(word, b.Mul(lane, b.U(8 * type.componentBytes)));
+  // Truncating conversion; SConvert for signed results so the type rules hold.
+  return b.Emit(type.componentSigned ? spv::Op::OpSConvert : spv::Op::OpUConvert, component, {bits});
+}
+
+void Scratch::Finalize() {
+  if (!variable_) return;
+  ir::Module& m = context_.module;
+  TypeManager& t = context_.types;
+
+  // Words per slice: the largest matrix any use stores.
+  uint32_t words = t.UintConstant(std::max<uint32_t>(maxConstantWords_, 1));
+  for (uint32_t spec : specWords_) {
+    const uint32_t greater = t.SpecOp(t.Bool(), spv::Op::OpUGreaterThan, {spec, words});
+    words = t.SpecOp(t.Uint(), spv::Op::OpSelect, {greater, spec, words});
+  }
+  // Invocations per workgroup: the largest over the compute entry points.
+  uint32_t invocations = 0;
+  auto mergeInvocations = [&](uint32_t id) {
+    if (!invocations) { invocations = id; return; }
+    const uint32_t greater = t.SpecOp(t.Bool(), spv::Op::OpUGreaterThan, {id, invocations});
+    invocations = t.SpecOp(t.Uint(), spv::Op::OpSelect, {greater, id, invocations});
+  };
+  // A constant decorated BuiltIn WorkgroupSize overrides every entry point's LocalSize.
+  uint32_t workgroupSizeConstant = 0;
+  for (const ir::Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::BuiltIn) &&
+        a.Operand(2) == static_cast<uint32_t>(spv::BuiltIn::WorkgroupSize)) {
+      const ir::Instruction* def = t.GlobalDef(a.Operand(0));
+      if (def && (def->opcode == spv::Op::OpConstantComposite || def->opcode == spv::Op::OpSpecConstantComposite))
+        workgroupSizeConstant = a.Operand(0);
+    }
+  auto product = [&](uint32_t x, uint32_t y, uint32_t z) {
+    return t.SpecOp(t.Uint(), spv::Op::OpIMul, {t.SpecOp(t.Uint(), spv::Op::OpIMul, {x, y}), z});
+  };
+  if (workgroupSizeConstant) {
+    const ir::Instruction* def = t.GlobalDef(workgroupSizeConstant);
+    if (def->operands.size() != 3) Fail("WorkgroupSize constant does not have three components");
+    mergeInvocations(product(def->operands[0], def->operands[1], def->operands[2]));
+  } else {
+    for (const ir::Instruction& entry : m.entryPoints) {
+      if (!IsComputeLike(entry.Operand(0))) continue;
+      bool found = false;
+      for (const ir::Instruction& mode : m.executionModes) {
+        if (mode.Operand(0) != entry.Operand(1) || mode.operands.size() != 5) continue;
+        if (mode.opcode == spv::Op::OpExecutionMode && mode.operands[1] == static_cast<uint32_t>(spv::ExecutionMode::LocalSize)) {
+          mergeInvocations(t.UintConstant(mode.operands[2] * mode.operands[3] * mode.operands[4]));
+          found = true;
+        } else if (mode.opcode == spv::Op::OpExecutionModeId &&
+                   mode.operands[1] == static_cast<uint32_t>(spv::ExecutionMode::LocalSizeId)) {
+          mergeInvocations(product(mode.operands[2], mode.operands[3], mode.operands[4]));
+          found = true;
+        }
+      }
+      if (!found) Fail("entry point %" + std::to_string(entry.Operand(1)) + " has no workgroup size (LocalSize/LocalSizeId)");
+    }
+  }
+  if (!invocations) Fail("the lowering needs Workgroup scratch but the module has no compute entry point");
+  const uint32_t minSubgroup = std::max<uint32_t>(context_.options.minSubgroupSize, 1);
+  const uint32_t slices = t.SpecOp(t.Uint(), spv::Op::OpUDiv,
+                                   {t.SpecOp(t.Uint(), spv::Op::OpIAdd, {invocations, t.UintConstant(minSubgroup - 1)}),
+                                    t.UintConstant(minSubgroup)});
+  const uint32_t length = t.SpecOp(t.Uint(), spv::Op::OpIMul, {slices, words});
+
+  // The words-per-slice id the functions already reference.
+  const ir::Instruction* wordsDef = t.GlobalDef(words);
+  ir::Instruction alias = *wordsDef;
+  alias.resultId = WordsPerSlice();
+  if (alias.opcode == spv::Op::OpConstant) {
+    t.AddGlobal(alias);
+  } else {  // a specialization expression: alias it through an OpSpecConstantOp IAdd 0
+    t.AddGlobal(ir::Instruction(spv::Op::OpSpecConstantOp, t.Uint(), WordsPerSlice(),
+                                {static_cast<uint32_t>(spv::Op::OpIAdd), words, t.UintConstant(0)}));
+  }
+  const uint32_t arrayType = t.UndecoratedArray(t.Uint(), length);
+  const uint32_t pointer = t.Pointer(spv::StorageClass::Workgroup, arrayType);
+  t.AddGlobal(ir::Instruction(spv::Op::OpVariable, pointer, variable_, {static_cast<uint32_t>(spv::StorageClass::Workgroup)}));
+
+  if (auto w = t.ConstantValue(words)) context_.stats.scratchBytesPerSubgroup = *w * 4;
+  if (auto total = t.ConstantValue(length); total && context_.options.maxSharedMemoryBytes) {
+    // The module's own Workgroup variables, when their sizes are constant.
+    std::function<uint64_t(uint32_t)> sizeOf = [&](uint32_t type) -> uint64_t {
+      const ir::Instruction* def = t.GlobalDef(type);
+      if (!def) return 0;
+      switch (def->opcode) {
+        case spv::Op::OpTypeInt:
+        case spv::Op::OpTypeFloat: return def->Operand(0) / 8;
+        case spv::Op::OpTypeBool: return 4;
+        case spv::Op::OpTypeVector:
+        case spv::Op::OpTypeMatrix: return sizeOf(def->Operand(0)) * def->Operand(1);
+        case spv::Op::OpTypeArray: {
+          auto n = t.ConstantValue(def->Operand(1));
+          return n ? sizeOf(def->Operand(0)) * *n : 0;
+        }
+        case spv::Op::OpTypeStruct: {
+          uint64_t sum = 0;
+          for (uint32_t member : def->operands) sum += sizeOf(member);
+          return sum;
+        }
+        default: return 0;
+      }
+    };
+    uint64_t own = 0;
+    for (const ir::Instruction& g : m.globals)
+      if (g.opcode == spv::Op::OpVariable && g.resultId != variable_ &&
+          g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup)) {
+        const ir::Instruction* p = t.GlobalDef(g.typeId);
+        if (p) own += sizeOf(p->Operand(1));
+      }
+    const uint64_t ours = uint64_t{*total} * 4;
+    if (own + ours > context_.options.maxSharedMemoryBytes)
+      Fail("the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" + std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) +
+           " subgroup slices of " + std::to_string(*t.ConstantValue(words) * 4) + " bytes) on top of the module's own " +
+           std::to_string(own) + " bytes, more than maxSharedMemoryBytes " + std::to_string(context_.options.maxSharedMemoryBytes));
+  }
+
+  // Interfaces: Input builtins always, Workgroup variables from SPIR-V 1.4 on.
+  for (ir::Instruction& entry : m.entryPoints) {
+    if (!IsComputeLike(entry.Operand(0))) continue;
+    for (const auto& [builtin, variable] : context_.builtins) AddToInterface(entry, variable);
+    if (m.SpirvMinor() >= 4) AddToInterface(entry, variable_);
+  }
+}
+
+}  // namespace coopmat
