@@ -38,9 +38,10 @@ bool EnablesOwnExtension(const VkDeviceCreateInfo* info) {
 }
 
 // Name of the first requested feature the layer reported unsupported, or null.
-const char* UnsupportedFeature(const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& requested) {
+const char* UnsupportedFeature(const Settings& settings,
+                               const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& requested) {
   VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT supported{};
-  SupportedMaintenance1Features(supported);
+  SupportedMaintenance1Features(settings, supported);
   if (requested.cooperativeMatrixProperties2 && !supported.cooperativeMatrixProperties2) return "cooperativeMatrixProperties2";
   if (requested.cooperativeMatrixReductions && !supported.cooperativeMatrixReductions) return "cooperativeMatrixReductions";
   if (requested.cooperativeMatrixConversions && !supported.cooperativeMatrixConversions) return "cooperativeMatrixConversions";
@@ -67,6 +68,9 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
       reinterpret_cast<PFN_vkCreateDevice>(nextGetInstanceProcAddr(instance->instance, "vkCreateDevice"));
   if (!nextCreateDevice) return VK_ERROR_INITIALIZATION_FAILED;
 
+  // Advance the loader's link first: a copied chain must carry the advanced link.
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+
   auto data = std::make_unique<DeviceData>();
   data->instance = instance;
   data->physicalDevice = GetPhysicalDeviceInfo(*instance, physicalDevice);
@@ -79,7 +83,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   if (data->emulating) {
     if (const auto* requested = reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(
             FindInChain(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT))) {
-      if (const char* feature = UnsupportedFeature(*requested)) {
+      if (const char* feature = UnsupportedFeature(instance->settings, *requested)) {
         Log(instance, LogLevel::Error, std::string("vkCreateDevice: feature ") + feature + " is not supported by the layer on this device");
         return VK_ERROR_FEATURE_NOT_PRESENT;
       }
@@ -101,7 +105,6 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
     // The portable lowering needs nothing beyond what KHR cooperative matrices need.
   }
 
-  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
   const VkResult result = nextCreateDevice(physicalDevice, &downInfo, pAllocator, pDevice);
   if (result != VK_SUCCESS) return result;
 

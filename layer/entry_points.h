@@ -31,6 +31,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice, uint32_t, const VkShad
                                                 const VkAllocationCallbacks*, VkShaderEXT*);
 
 // The op features the layer can lower on a served device.
-void SupportedMaintenance1Features(VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features);
+struct Settings;
+void SupportedMaintenance1Features(const Settings& settings,
+                                   VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features);
 
 }  // namespace coopmat::layer

@@ -211,15 +211,6 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
 
 namespace {
 
-void FillFeatures(VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features) {
-  // The portable lowering needs only what KHR cooperative matrices already need
-  // (subgroup scope, Workgroup memory, SubgroupId), so every operation is supported.
-  features.cooperativeMatrixProperties2 = VK_TRUE;
-  features.cooperativeMatrixReductions = VK_TRUE;
-  features.cooperativeMatrixConversions = VK_TRUE;
-  features.cooperativeMatrixPerElementOperations = VK_TRUE;
-  features.cooperativeMatrixGetCoordinate = VK_TRUE;
-}
 
 void GetFeatures2(PFN_vkGetPhysicalDeviceFeatures2 next, VkPhysicalDevice physicalDevice,
                   VkPhysicalDeviceFeatures2* pFeatures) {
@@ -232,7 +223,8 @@ void GetFeatures2(PFN_vkGetPhysicalDeviceFeatures2 next, VkPhysicalDevice physic
   ScopedUnlink own(pFeatures, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT);
   next(physicalDevice, pFeatures);
   if (own.target())
-    FillFeatures(*reinterpret_cast<VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(own.target()));
+    SupportedMaintenance1Features(
+        instance->settings, *reinterpret_cast<VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(own.target()));
 }
 
 }  // namespace
@@ -252,8 +244,16 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2KHR(VkPhysicalDevice physic
   GetFeatures2(next, physicalDevice, pFeatures);
 }
 
-void SupportedMaintenance1Features(VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features) {
-  FillFeatures(features);
+void SupportedMaintenance1Features(const Settings& settings,
+                                   VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT& features) {
+  // The portable lowering needs only what KHR cooperative matrices already need
+  // (subgroup scope, Workgroup memory, SubgroupId), so every operation is supported
+  // unless the user switched it off. Properties2 is mandatory with the extension.
+  features.cooperativeMatrixProperties2 = VK_TRUE;
+  features.cooperativeMatrixReductions = !settings.disableReductions;
+  features.cooperativeMatrixConversions = !settings.disableConversions;
+  features.cooperativeMatrixPerElementOperations = !settings.disablePerElementOperations;
+  features.cooperativeMatrixGetCoordinate = !settings.disableGetCoordinate;
 }
 
 }  // namespace coopmat::layer

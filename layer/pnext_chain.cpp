@@ -2,10 +2,15 @@
 
 #include <cstring>
 
+#include <vulkan/vk_layer.h>
+
 namespace coopmat::layer {
 
 size_t StructSize(VkStructureType type) {
   switch (type) {
+    // The loader's own link structs sit at the head of every create-info chain.
+    case VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO: return sizeof(VkLayerInstanceCreateInfo);
+    case VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO: return sizeof(VkLayerDeviceCreateInfo);
 #include "struct_sizes.inc"
     default: return 0;
   }

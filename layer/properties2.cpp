@@ -62,6 +62,36 @@ VkResult AllowedError(VkResult result) {
   }
 }
 
+// The EXT requires these combinations for subgroup scope at subgroupSize 0 and the
+// default size (spec.md §5.3); the layer can only offer what the driver's KHR list
+// has, so it says once per device which ones are missing.
+void ReportMandatoryMinimum(InstanceData& instance, VkPhysicalDevice physicalDevice,
+                            const std::vector<VkCooperativeMatrixProperties2EXT>& list) {
+  struct Combination { VkComponentTypeKHR ab, cr; const char* name; };
+  static const Combination kMandatory[] = {
+      {VK_COMPONENT_TYPE_FLOAT16_KHR, VK_COMPONENT_TYPE_FLOAT16_KHR, "f16 x f16 -> f16"},
+      {VK_COMPONENT_TYPE_FLOAT16_KHR, VK_COMPONENT_TYPE_FLOAT32_KHR, "f16 x f16 -> f32"},
+      {VK_COMPONENT_TYPE_UINT8_KHR, VK_COMPONENT_TYPE_UINT32_KHR, "u8 x u8 -> u32"},
+      {VK_COMPONENT_TYPE_UINT8_KHR, VK_COMPONENT_TYPE_SINT32_KHR, "u8 x u8 -> s32"},
+      {VK_COMPONENT_TYPE_SINT8_KHR, VK_COMPONENT_TYPE_SINT32_KHR, "s8 x s8 -> s32"},
+  };
+  std::string missing;
+  for (const Combination& c : kMandatory) {
+    const bool present = std::any_of(list.begin(), list.end(), [&](const VkCooperativeMatrixProperties2EXT& p) {
+      return p.AType == c.ab && p.BType == c.ab && p.CType == c.cr && p.ResultType == c.cr;
+    });
+    if (!present) missing += missing.empty() ? c.name : std::string(", ") + c.name;
+  }
+  if (missing.empty()) return;
+  {
+    std::lock_guard lock(instance.physicalDevicesMutex);
+    if (!instance.mandatoryMinimumReported.insert(physicalDevice).second) return;
+  }
+  Log(&instance, LogLevel::Warning,
+      "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT: the driver's KHR list lacks the mandatory combination(s) " +
+          missing + "; the emulated extension is not conformant on this device");
+}
+
 }  // namespace
 
 VKAPI_ATTR VkResult VKAPI_CALL GetPhysicalDeviceCooperativeMatrixProperties2EXT(
@@ -109,6 +139,7 @@ VKAPI_ATTR VkResult VKAPI_CALL GetPhysicalDeviceCooperativeMatrixProperties2EXT(
       out.ResultType = p.ResultType;
       list.push_back(out);
     }
+    if (!saturating) ReportMandatoryMinimum(*instance, physicalDevice, list);
   }
   if (!pProperties) {
     *pPropertyCount = static_cast<uint32_t>(list.size());

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include "layer_names.h"
 
@@ -57,8 +58,23 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     if (auto l = ParseLogLevel(value)) out.settings.logLevel = *l; else bad();
   } else if (key == "dump_dir") {
     out.settings.dumpDir = Trim(value);
+  } else if (key == "disabled_features") {
+    Settings& s = out.settings;
+    s.disableReductions = s.disableConversions = s.disablePerElementOperations = s.disableGetCoordinate = false;
+    std::string list = value;
+    std::replace(list.begin(), list.end(), ',', ' ');
+    std::istringstream words(list);
+    for (std::string word; words >> word;) {
+      word = Lower(word);
+      if (word == "reductions") s.disableReductions = true;
+      else if (word == "conversions") s.disableConversions = true;
+      else if (word == "per_element_operations") s.disablePerElementOperations = true;
+      else if (word == "get_coordinate") s.disableGetCoordinate = true;
+      else out.warnings.push_back(source + ": unknown feature '" + word + "' in disabled_features");
+    }
   } else {
-    out.warnings.push_back(source + ": unknown setting '" + key + "' (known: force_enable, log_level, dump_dir, validate)");
+    out.warnings.push_back(source + ": unknown setting '" + key +
+                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features)");
   }
 }
 
@@ -79,9 +95,18 @@ void ApplyApiSettings(const VkInstanceCreateInfo* createInfo, SettingsResult& ou
         case VK_LAYER_SETTING_TYPE_BOOL32_EXT:
           Apply(key, *static_cast<const VkBool32*>(setting.pValues) ? "true" : "false", source, out);
           break;
-        case VK_LAYER_SETTING_TYPE_STRING_EXT:
-          Apply(key, *static_cast<const char* const*>(setting.pValues), source, out);
+        case VK_LAYER_SETTING_TYPE_STRING_EXT: {
+          // A list setting may come as several strings: join them.
+          std::string joined;
+          for (uint32_t v = 0; v < setting.valueCount; ++v) {
+            const char* item = static_cast<const char* const*>(setting.pValues)[v];
+            if (!item) continue;
+            if (!joined.empty()) joined += ",";
+            joined += item;
+          }
+          Apply(key, joined, source, out);
           break;
+        }
         case VK_LAYER_SETTING_TYPE_INT32_EXT:
           Apply(key, std::to_string(*static_cast<const int32_t*>(setting.pValues)), source, out);
           break;
@@ -137,11 +162,6 @@ void ApplyEnvironment(SettingsResult& out) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& KnownSettingKeys() {
-  static const std::vector<std::string> keys = {"force_enable", "log_level", "dump_dir", "validate"};
-  return keys;
-}
 
 SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo) {
   SettingsResult result;

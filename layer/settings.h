@@ -20,15 +20,18 @@ struct Settings {
   LogLevel logLevel = LogLevel::Warning;
   std::string dumpDir;         // write original and rewritten SPIR-V of every lowered module here
   bool validate = false;       // run spirv-val on every rewritten module
+  // Op features the layer reports as unsupported (to test an app's fallbacks):
+  // any of reductions, conversions, per_element_operations, get_coordinate.
+  bool disableReductions = false;
+  bool disableConversions = false;
+  bool disablePerElementOperations = false;
+  bool disableGetCoordinate = false;
 };
 
 struct SettingsResult {
   Settings settings;
   std::vector<std::string> warnings;  // unknown keys and unparsable values
 };
-
-// Every key the layer understands; also the source of the manifest's documentation.
-const std::vector<std::string>& KnownSettingKeys();
 
 SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo);
 

@@ -11,6 +11,7 @@
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "settings.h"
@@ -65,6 +66,7 @@ struct InstanceData {
 
   std::mutex physicalDevicesMutex;
   std::unordered_map<VkPhysicalDevice, PhysicalDeviceInfo> physicalDevices;
+  std::unordered_set<VkPhysicalDevice> mandatoryMinimumReported;  // warned once per device
 };
 
 struct DeviceData {

@@ -14,6 +14,7 @@ std::vector<const char*> LayerList(const InstanceOptions& options) {
   if (options.validation == Validation::AboveLayer) layers.push_back(kValidationLayerName);
   if (options.withLayer) layers.push_back(kLayerName);
   if (options.validation == Validation::BelowLayer) layers.push_back(kValidationLayerName);
+  layers.insert(layers.end(), options.layersBelow.begin(), options.layersBelow.end());
   return layers;
 }
 
@@ -56,14 +57,15 @@ Instance::Instance(const InstanceOptions& options) {
   if (!options.settings.empty()) messengerInfo.pNext = &settingsInfo;
 
   const std::vector<const char*> layers = LayerList(options);
-  const char* extensions[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  std::vector<const char*> extensions = options.extensions;
+  extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
   info.pNext = &messengerInfo;  // also catches messages from vkCreateInstance itself
   info.pApplicationInfo = &app;
   info.enabledLayerCount = static_cast<uint32_t>(layers.size());
   info.ppEnabledLayerNames = layers.data();
-  info.enabledExtensionCount = 1;
-  info.ppEnabledExtensionNames = extensions;
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   createResult_ = vkCreateInstance(&info, nullptr, &instance_);
   if (createResult_ != VK_SUCCESS) {
     instance_ = VK_NULL_HANDLE;

@@ -21,6 +21,8 @@ struct InstanceOptions {
   bool withLayer = true;                 // enable our layer explicitly
   Validation validation = Validation::Off;
   std::vector<VkLayerSettingEXT> settings;  // VkLayerSettingsCreateInfoEXT contents
+  std::vector<const char*> layersBelow;     // extra layers between ours and the driver
+  std::vector<const char*> extensions;      // instance extensions besides VK_EXT_debug_utils
   uint32_t apiVersion = VK_API_VERSION_1_3;
 };
 

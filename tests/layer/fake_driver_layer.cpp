@@ -1,0 +1,218 @@
+// A test-only layer that sits below VK_LAYER_coopmat_maintenance1 and plays the
+// driver in ways lavapipe cannot: a driver that implements the extension natively,
+// a driver whose KHR properties query fails, and a driver that records the SPIR-V it
+// receives. Each behaviour is switched on per call by an environment variable:
+//   FAKE_DRIVER_NATIVE_EXT=1   list VK_EXT_cooperative_matrix_maintenance1, fill its
+//                              features (conversions deliberately FALSE), answer
+//                              Properties2 with one 16x16x16 f16 entry
+//   FAKE_DRIVER_KHR_FAILS=1    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR fails
+//   FAKE_DRIVER_RECORD=<file>  append (pCode address, word count, words) per module
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+bool Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, "1") == 0;
+}
+
+struct Next {
+  PFN_vkGetInstanceProcAddr gipa = nullptr;
+  PFN_vkGetDeviceProcAddr gdpa = nullptr;
+  VkInstance instance = VK_NULL_HANDLE;
+};
+
+std::mutex gMutex;
+std::unordered_map<void*, Next> gInstances;  // by dispatch key
+std::unordered_map<void*, Next> gDevices;
+
+void* Key(void* handle) { return *static_cast<void**>(handle); }
+
+Next InstanceNext(void* handle) {
+  std::lock_guard lock(gMutex);
+  return gInstances[Key(handle)];
+}
+
+template <typename Fn> Fn InstanceFn(void* handle, const char* name) {
+  Next n = InstanceNext(handle);
+  return reinterpret_cast<Fn>(n.gipa(n.instance, name));
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* info, const VkAllocationCallbacks* alloc,
+                                              VkInstance* out) {
+  auto* link = static_cast<VkLayerInstanceCreateInfo*>(const_cast<void*>(info->pNext));
+  while (link && !(link->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO && link->function == VK_LAYER_LINK_INFO))
+    link = static_cast<VkLayerInstanceCreateInfo*>(const_cast<void*>(link->pNext));
+  if (!link) return VK_ERROR_INITIALIZATION_FAILED;
+  PFN_vkGetInstanceProcAddr gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+  auto create = reinterpret_cast<PFN_vkCreateInstance>(gipa(VK_NULL_HANDLE, "vkCreateInstance"));
+  VkResult r = create(info, alloc, out);
+  if (r == VK_SUCCESS) {
+    std::lock_guard lock(gMutex);
+    gInstances[Key(*out)] = {gipa, nullptr, *out};
+  }
+  return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevice pd, const char* layer,
+                                                                  uint32_t* count, VkExtensionProperties* props) {
+  auto next = InstanceFn<PFN_vkEnumerateDeviceExtensionProperties>(pd, "vkEnumerateDeviceExtensionProperties");
+  if (layer || !Env("FAKE_DRIVER_NATIVE_EXT")) return next(pd, layer, count, props);
+  uint32_t n = 0;
+  next(pd, nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> list(n);
+  next(pd, nullptr, &n, list.data());
+  list.resize(n);
+  list.push_back({VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, 1});
+  if (!props) {
+    *count = static_cast<uint32_t>(list.size());
+    return VK_SUCCESS;
+  }
+  const uint32_t copied = std::min<uint32_t>(*count, static_cast<uint32_t>(list.size()));
+  std::memcpy(props, list.data(), copied * sizeof(VkExtensionProperties));
+  *count = copied;
+  return copied < list.size() ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2* features) {
+  InstanceFn<PFN_vkGetPhysicalDeviceFeatures2>(pd, "vkGetPhysicalDeviceFeatures2")(pd, features);
+  if (!Env("FAKE_DRIVER_NATIVE_EXT")) return;
+  for (auto* s = static_cast<VkBaseOutStructure*>(features->pNext); s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT) continue;
+    auto* m1 = reinterpret_cast<VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(s);
+    m1->cooperativeMatrixProperties2 = VK_TRUE;
+    m1->cooperativeMatrixReductions = VK_TRUE;
+    m1->cooperativeMatrixConversions = VK_FALSE;  // the fingerprint of this fake
+    m1->cooperativeMatrixPerElementOperations = VK_TRUE;
+    m1->cooperativeMatrixGetCoordinate = VK_TRUE;
+  }
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL GetCoopmatPropertiesKHR(VkPhysicalDevice pd, uint32_t* count,
+                                                       VkCooperativeMatrixPropertiesKHR* props) {
+  if (Env("FAKE_DRIVER_KHR_FAILS")) return VK_ERROR_OUT_OF_HOST_MEMORY;
+  return InstanceFn<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+      pd, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")(pd, count, props);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL GetCoopmatProperties2EXT(VkPhysicalDevice, const VkPhysicalDeviceCooperativeMatrixInfo2EXT*,
+                                                        uint32_t* count, VkCooperativeMatrixProperties2EXT* props) {
+  if (!props) {
+    *count = 1;
+    return VK_SUCCESS;
+  }
+  if (*count < 1) return VK_INCOMPLETE;
+  *count = 1;
+  props[0].MGranularity = props[0].NGranularity = props[0].KGranularity = 16;
+  props[0].AType = props[0].BType = props[0].CType = props[0].ResultType = VK_COMPONENT_TYPE_FLOAT16_KHR;
+  return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo* info,
+                                            const VkAllocationCallbacks* alloc, VkDevice* out) {
+  auto* link = static_cast<VkLayerDeviceCreateInfo*>(const_cast<void*>(info->pNext));
+  while (link && !(link->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO && link->function == VK_LAYER_LINK_INFO))
+    link = static_cast<VkLayerDeviceCreateInfo*>(const_cast<void*>(link->pNext));
+  if (!link) return VK_ERROR_INITIALIZATION_FAILED;
+  PFN_vkGetInstanceProcAddr gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  PFN_vkGetDeviceProcAddr gdpa = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+  // The "native" extension is this fake's to consume: lavapipe itself would refuse it.
+  std::vector<const char*> names;
+  for (uint32_t i = 0; i < info->enabledExtensionCount; ++i) {
+    if (std::strcmp(info->ppEnabledExtensionNames[i], VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME) != 0)
+      names.push_back(info->ppEnabledExtensionNames[i]);
+  }
+  VkDeviceCreateInfo copy = *info;
+  copy.enabledExtensionCount = static_cast<uint32_t>(names.size());
+  copy.ppEnabledExtensionNames = names.data();
+  auto create = reinterpret_cast<PFN_vkCreateDevice>(gipa(InstanceNext(pd).instance, "vkCreateDevice"));
+  VkResult r = create(pd, &copy, alloc, out);
+  if (r == VK_SUCCESS) {
+    std::lock_guard lock(gMutex);
+    gDevices[Key(*out)] = {gipa, gdpa, VK_NULL_HANDLE};
+  }
+  return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShaderModuleCreateInfo* info,
+                                                  const VkAllocationCallbacks* alloc, VkShaderModule* out) {
+  Next n;
+  {
+    std::lock_guard lock(gMutex);
+    n = gDevices[Key(device)];
+  }
+  if (const char* path = std::getenv("FAKE_DRIVER_RECORD")) {
+    std::lock_guard lock(gMutex);
+    if (FILE* f = std::fopen(path, "ab")) {
+      const uint64_t address = reinterpret_cast<uintptr_t>(info->pCode);
+      const uint64_t words = info->codeSize / 4;
+      std::fwrite(&address, sizeof(address), 1, f);
+      std::fwrite(&words, sizeof(words), 1, f);
+      std::fwrite(info->pCode, 4, words, f);
+      std::fclose(f);
+    }
+  }
+  auto next = reinterpret_cast<PFN_vkCreateShaderModule>(n.gdpa(device, "vkCreateShaderModule"));
+  return next(device, info, alloc, out);
+}
+
+PFN_vkVoidFunction GetDeviceProcAddr(VkDevice device, const char* name);
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance, const char* name) {
+  struct { const char* name; PFN_vkVoidFunction fn; } table[] = {
+      {"vkGetInstanceProcAddr", reinterpret_cast<PFN_vkVoidFunction>(&GetInstanceProcAddr)},
+      {"vkCreateInstance", reinterpret_cast<PFN_vkVoidFunction>(&CreateInstance)},
+      {"vkEnumerateDeviceExtensionProperties", reinterpret_cast<PFN_vkVoidFunction>(&EnumerateDeviceExtensionProperties)},
+      {"vkGetPhysicalDeviceFeatures2", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceFeatures2)},
+      {"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", reinterpret_cast<PFN_vkVoidFunction>(&GetCoopmatPropertiesKHR)},
+      {"vkCreateDevice", reinterpret_cast<PFN_vkVoidFunction>(&CreateDevice)},
+      {"vkCreateShaderModule", reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule)},
+  };
+  for (auto& e : table) {
+    if (std::strcmp(e.name, name) == 0) return e.fn;
+  }
+  if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
+  if (std::strcmp(name, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT") == 0 && Env("FAKE_DRIVER_NATIVE_EXT"))
+    return reinterpret_cast<PFN_vkVoidFunction>(&GetCoopmatProperties2EXT);
+  if (!instance) return nullptr;
+  Next n = InstanceNext(instance);
+  return n.gipa(instance, name);
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name) {
+  if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
+  if (std::strcmp(name, "vkCreateShaderModule") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule);
+  Next n;
+  {
+    std::lock_guard lock(gMutex);
+    n = gDevices[Key(device)];
+  }
+  return n.gdpa(device, name);
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetPhysicalDeviceProcAddr(VkInstance, const char* name) {
+  if (std::strcmp(name, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT") == 0 && Env("FAKE_DRIVER_NATIVE_EXT"))
+    return reinterpret_cast<PFN_vkVoidFunction>(&GetCoopmatProperties2EXT);
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) VKAPI_ATTR VkResult VKAPI_CALL
+vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface* v) {
+  v->loaderLayerInterfaceVersion = 2;
+  v->pfnGetInstanceProcAddr = &GetInstanceProcAddr;
+  v->pfnGetDeviceProcAddr = &GetDeviceProcAddr;
+  v->pfnGetPhysicalDeviceProcAddr = &GetPhysicalDeviceProcAddr;
+  return VK_SUCCESS;
+}
