@@ -1,0 +1,271 @@
+#include "cases.h"
+
+#include <sstream>
+
+namespace exec {
+
+namespace {
+
+std::string Dims(uint32_t r, uint32_t c) { return std::to_string(r) + "x" + std::to_string(c); }
+
+// Seeds differ per matrix, so every subgroup gets its own data.
+std::vector<Matrix> RandomMatrices(size_t count, T t, uint32_t rows, uint32_t cols, uint32_t seed, double lo,
+                                   double hi, double step = 1.0) {
+  std::vector<Matrix> out;
+  for (size_t i = 0; i < count; ++i)
+    out.push_back(RandomMatrix(t, rows, cols, seed + 101 * static_cast<uint32_t>(i), lo, hi, step));
+  return out;
+}
+
+// The widest range of values of t that the tests use for "any value" data.
+struct Range {
+  double lo, hi, step;
+};
+Range FullRange(T t) {
+  switch (t) {
+    case T::F16: return {-1000, 1000, 0.125};
+    case T::F32: return {-1e6, 1e6, 1.0 / 64};
+    case T::U8: return {0, 255, 1};
+    case T::S8: return {-128, 127, 1};
+    case T::U32: return {0, 4294967295.0, 1};
+    case T::S32: return {-2147483648.0, 2147483647.0, 1};
+  }
+  return {0, 1, 1};
+}
+
+// Collects per-matrix mismatch text.
+void Note(std::ostringstream& s, size_t matrix, const std::string& what) {
+  if (!what.empty()) s << " [matrix " << matrix << "] " << what;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+std::string GetCoordCase::Name() const {
+  std::string name = std::string("getcoord_") + exec::Name(use) + "_" + exec::Name(type) + "_" +
+                     (specDims ? std::string("spec") : Dims(rows, cols));
+  if (!suffix.empty()) name += "_" + suffix;
+  return name;
+}
+
+std::string Run(const Env& env, const GetCoordCase& c, const std::string& targetEnv, const Grid& grid) {
+  const size_t n = grid.matrices(), elems = size_t(c.rows) * c.cols;
+  const Range range = FullRange(c.type);
+  const std::vector<Matrix> in = RandomMatrices(n, c.type, c.rows, c.cols, 7, range.lo, range.hi, range.step);
+  std::vector<Bytes> buffers = {Pack(in, c.columnMajor),
+                                cmtest::ToBytes(std::vector<uint32_t>(n * elems, 0xdeadbeefu)),
+                                cmtest::ToBytes(std::vector<uint32_t>(n * elems, 0)),
+                                cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
+  cmtest::ComputeJob job;
+  job.spirv = LoadShader(c.Name(), targetEnv);
+  job.specialization.push_back({3, c.columnMajor ? 1u : 0u});
+  if (c.specDims) {
+    job.specialization.push_back({1, c.rows});
+    job.specialization.push_back({2, c.cols});
+  }
+  if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
+
+  const std::vector<uint32_t> bits = cmtest::FromBytes<uint32_t>(buffers[1]);
+  const std::vector<uint32_t> count = cmtest::FromBytes<uint32_t>(buffers[2]);
+  const std::vector<uint32_t> errors = cmtest::FromBytes<uint32_t>(buffers[3]);
+  std::ostringstream s;
+  if (errors[0]) s << " " << errors[0] << " coordinates out of range;";
+  if (errors[1]) s << " " << errors[1] << " application shared-memory words damaged;";
+  for (size_t k = 0; k < n; ++k) {
+    size_t wrongCount = 0, wrongValue = 0;
+    std::ostringstream first;
+    for (uint32_t r = 0; r < c.rows; ++r)
+      for (uint32_t col = 0; col < c.cols; ++col) {
+        const size_t i = k * elems + size_t(r) * c.cols + col;
+        if (count[i] != 1) {
+          if (wrongCount++ == 0) first << " (" << r << "," << col << ") written " << count[i] << " times;";
+        } else if (bits[i] != Bits(c.type, in[k].at(r, col))) {
+          if (wrongValue++ == 0)
+            first << " (" << r << "," << col << ") holds 0x" << std::hex << bits[i] << " want 0x"
+                  << Bits(c.type, in[k].at(r, col)) << std::dec << ";";
+        }
+      }
+    if (wrongCount || wrongValue)
+      Note(s, k, std::to_string(wrongCount) + " elements not written exactly once, " + std::to_string(wrongValue) +
+                     " with the wrong value:" + first.str());
+  }
+  return s.str();
+}
+
+// ---------------------------------------------------------------------------
+const char* Name(ElemOp op) {
+  switch (op) {
+    case ElemOp::Scalar: return "scalar";
+    case ElemOp::Mat: return "mat";
+    case ElemOp::RowCol: return "rowcol";
+    case ElemOp::Struct: return "struct";
+    case ElemOp::Multi: return "multi";
+  }
+  return "?";
+}
+
+std::string PerElemCase::Name() const {
+  return std::string(nv ? "perelem_nv_" : "perelem_") + exec::Name(op) + "_" + exec::Name(use) + "_" + exec::Name(type) + "_" +
+         Dims(rows, cols);
+}
+
+std::string Run(const Env& env, const PerElemCase& c, const std::string& targetEnv, const Grid& grid) {
+  const size_t n = grid.matrices();
+  // Floats: exact small values, so any evaluation order or fusion gives the same bits.
+  const Range range = IsFloat(c.type) ? Range{-8, 8, 0.5} : FullRange(c.type);
+  const std::vector<Matrix> x = RandomMatrices(n, c.type, c.rows, c.cols, 11, range.lo, range.hi, range.step);
+  const std::vector<Matrix> y = RandomMatrices(n, c.type, c.rows, c.cols, 13, range.lo, range.hi, range.step);
+  const uint32_t k = 3, add = 5;  // push constants
+  std::vector<Bytes> buffers = {Pack(x), Pack(y), Bytes(Pack(x).size())};
+  cmtest::ComputeJob job;
+  job.spirv = LoadShader(c.Name(), targetEnv);
+  job.pushConstants = cmtest::ToBytes(std::vector<uint32_t>{k, add});
+  if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
+
+  const std::vector<Matrix> got = Unpack(buffers[2], c.type, c.rows, c.cols, n);
+  std::ostringstream s;
+  const T t = c.type;
+  for (size_t m = 0; m < n; ++m) {
+    const Matrix& ym = y[m];
+    Matrix want;
+    switch (c.op) {
+      case ElemOp::Scalar:  // x + ET(2)
+        want = PerElement(x[m], [&](uint32_t, uint32_t, double v) { return v + 2; });
+        break;
+      case ElemOp::Mat:  // x - y
+        want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return v - ym.at(r, col); });
+        break;
+      case ElemOp::RowCol:  // x + ET(row * 3 + col)
+        want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return v + Wrap(t, r * 3.0 + col); });
+        break;
+      case ElemOp::Struct:  // x * ET(k) + ET(add)
+        want = PerElement(x[m], [&](uint32_t, uint32_t, double v) { return Wrap(t, v * k) + add; });
+        break;
+      case ElemOp::Multi:  // x * ET(k) + y
+        want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return Wrap(t, v * k) + ym.at(r, col); });
+        break;
+    }
+    Note(s, m, m < got.size() ? Compare(got[m], want) : "no output");
+  }
+  return s.str();
+}
+
+// ---------------------------------------------------------------------------
+std::string ReduceCase::Name() const {
+  std::string name = std::string("reduce_") + MaskName(mask) + "_" + exec::Name(type) + "_" +
+                     (specDims ? std::string("spec") : Dims(rows, cols) + "_" + Dims(resultRows, resultCols));
+  if (!suffix.empty()) name += "_" + suffix;
+  return name;
+}
+
+std::string Run(const Env& env, const ReduceCase& c, const std::string& targetEnv, const Grid& grid) {
+  const size_t n = grid.matrices();
+  // Sums stay exact in every order: f16 holds integers up to 2048 exactly and a
+  // 16x16 whole-matrix sum of |x| <= 4 stays below 1024. 32-bit integers wrap,
+  // which is associative, so they get the full range (that also exercises
+  // unsigned compares for min/max).
+  Range range = FullRange(c.type);
+  if (c.type == T::F16) range = {-4, 4, 1};
+  if (c.type == T::F32) range = {-64, 64, 0.5};
+  const std::vector<Matrix> in = RandomMatrices(n, c.type, c.rows, c.cols, 17, range.lo, range.hi, range.step);
+  std::vector<Bytes> buffers = {Pack(in), Bytes(n * c.resultRows * c.resultCols * Size(c.type)),
+                                cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
+  cmtest::ComputeJob job;
+  job.spirv = LoadShader(c.Name(), targetEnv);
+  job.specialization.push_back({4, static_cast<uint32_t>(c.combine)});
+  if (c.specDims) {
+    job.specialization.push_back({1, c.rows});
+    job.specialization.push_back({2, c.cols});
+  }
+  if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
+
+  const std::vector<Matrix> got = Unpack(buffers[1], c.type, c.resultRows, c.resultCols, n);
+  const std::vector<uint32_t> errors = cmtest::FromBytes<uint32_t>(buffers[2]);
+  std::ostringstream s;
+  if (errors[1]) s << " " << errors[1] << " application shared-memory words damaged;";
+  for (size_t m = 0; m < n; ++m)
+    Note(s, m,
+         m < got.size() ? Compare(got[m], Reduce(in[m], c.mask, c.combine, c.resultRows, c.resultCols)) : "no output");
+  return s.str();
+}
+
+// ---------------------------------------------------------------------------
+std::string ConvertCase::Name() const {
+  std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" + Dims(rows, cols) +
+                     "_to_" + exec::Name(use2) + "_" + exec::Name(type2);
+  return transpose ? name + "_t" : name;
+}
+
+namespace {
+// Source data that converts without undefined behaviour (float -> int in range)
+// and, for float -> float and int -> float, exactly (so the rounding mode does
+// not matter). Integer -> integer uses the whole source range: truncation and
+// sign/zero extension are defined.
+Range ConvertRange(T from, T to) {
+  if (IsFloat(from) && !IsFloat(to)) {
+    switch (to) {
+      case T::U8: return {0, 200, 0.25};
+      case T::S8: return {-100, 100, 0.25};
+      case T::U32: return {0, 1000, 0.25};
+      default: return {-1000, 1000, 0.25};
+    }
+  }
+  if (IsFloat(from) && IsFloat(to)) return {-500, 500, 0.25};  // 11 significant bits: exact in f16
+  if (to == T::F16) return from == T::U32 || from == T::U8 ? Range{0, 2048, 1} : Range{-2048, 2048, 1};
+  return FullRange(from);
+}
+}  // namespace
+
+std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid) {
+  const size_t n = grid.matrices();
+  const Range range = ConvertRange(c.type, c.type2);
+  const std::vector<Matrix> in = RandomMatrices(n, c.type, c.rows, c.cols, 23, range.lo, range.hi, range.step);
+  std::vector<Bytes> buffers = {Pack(in), Bytes(n * c.rows * c.cols * Size(c.type2))};
+  cmtest::ComputeJob job;
+  job.spirv = LoadShader(c.Name(), targetEnv);
+  if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
+
+  const uint32_t outRows = c.transpose ? c.cols : c.rows, outCols = c.transpose ? c.rows : c.cols;
+  const std::vector<Matrix> got = Unpack(buffers[1], c.type2, outRows, outCols, n);
+  std::ostringstream s;
+  for (size_t m = 0; m < n; ++m)
+    Note(s, m, m < got.size() ? Compare(got[m], Convert(in[m], c.type2, c.transpose)) : "no output");
+  return s.str();
+}
+
+// ---------------------------------------------------------------------------
+std::string MulAddCase::Name() const {
+  return "muladd_" + mode + "_" + exec::Name(a) + "_" + exec::Name(c) + "_" + std::to_string(m) + "x" +
+         std::to_string(n) + "x" + std::to_string(k);
+}
+
+std::string Run(const Env& env, const MulAddCase& c, const std::string& targetEnv, const Grid& grid) {
+  const size_t count = grid.matrices();
+  // Small values: every product and sum is exact in the accumulator type.
+  const Range ab = IsFloat(c.a) ? Range{-2, 2, 0.5} : (c.a == T::U8 ? Range{0, 15, 1} : Range{-8, 8, 1});
+  const Range cr = IsFloat(c.c) ? Range{-16, 16, 0.5} : (c.c == T::U32 ? Range{0, 1000, 1} : Range{-1000, 1000, 1});
+  // The A source: the A matrix itself (khr) or an accumulator-typed matrix that
+  // converts into it; for s32 -> s8 the values go beyond s8 to check the wrap.
+  const bool fromAcc = c.mode != "khr";
+  const T srcType = fromAcc ? c.c : c.a;
+  const Range srcRange = fromAcc && !IsFloat(c.c) ? Range{-300, 300, 1} : ab;
+  const uint32_t srcRows = c.mode == "transposed" ? c.k : c.m, srcCols = c.mode == "transposed" ? c.m : c.k;
+  const std::vector<Matrix> src = RandomMatrices(count, srcType, srcRows, srcCols, 31, srcRange.lo, srcRange.hi,
+                                                 srcRange.step);
+  const std::vector<Matrix> b = RandomMatrices(count, c.a, c.k, c.n, 37, ab.lo, ab.hi, ab.step);
+  const std::vector<Matrix> acc = RandomMatrices(count, c.c, c.m, c.n, 41, cr.lo, cr.hi, cr.step);
+  std::vector<Bytes> buffers = {Pack(src), Pack(b), Pack(acc), Bytes(count * c.m * c.n * Size(c.c))};
+  cmtest::ComputeJob job;
+  job.spirv = LoadShader(c.Name(), targetEnv);
+  if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
+
+  const std::vector<Matrix> got = Unpack(buffers[3], c.c, c.m, c.n, count);
+  std::ostringstream s;
+  for (size_t i = 0; i < count; ++i) {
+    const Matrix a = c.mode == "khr" ? src[i] : Convert(src[i], c.a, c.mode == "transposed");
+    Note(s, i, i < got.size() ? Compare(got[i], MulAdd(a, b[i], acc[i])) : "no output");
+  }
+  return s.str();
+}
+
+}  // namespace exec

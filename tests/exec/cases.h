@@ -1,0 +1,80 @@
+// One runner per shader family: builds the variant's shader name, makes input
+// data, dispatches it and compares every output with the CPU reference.
+// Each returns "" on success, otherwise a description of what went wrong.
+#pragma once
+
+#include "exec_util.h"
+#include "reference.h"
+
+#include <string>
+
+namespace exec {
+
+// getcoord.comp: scatter m[i] to out[coord(i)], count the writes.
+struct GetCoordCase {
+  Use use;
+  T type;
+  uint32_t rows, cols;
+  std::string suffix;      // "shared", "lit16", ... ("" for none)
+  bool specDims = false;   // shader getcoord_<use>_<t>_spec[_suffix]; rows/cols set by spec constants
+  bool columnMajor = false;
+  std::string Name() const;
+};
+std::string Run(const Env& env, const GetCoordCase& c, const std::string& targetEnv, const Grid& grid);
+
+// perelem.comp
+enum class ElemOp { Scalar = 0, Mat = 1, RowCol = 2, Struct = 3, Multi = 4 };
+const char* Name(ElemOp op);  // "scalar", "mat", "rowcol", "struct", "multi"
+struct PerElemCase {
+  ElemOp op;
+  Use use;
+  T type;
+  uint32_t rows, cols;
+  bool nv = false;  // perelem_nv_...: the NV spelling, run natively by the driver
+  std::string Name() const;
+};
+std::string Run(const Env& env, const PerElemCase& c, const std::string& targetEnv, const Grid& grid);
+
+// reduce.comp
+struct ReduceCase {
+  int mask;
+  Combine combine;
+  T type;
+  uint32_t rows, cols, resultRows, resultCols;
+  std::string suffix;     // "shared", "lit32", "nv"
+  bool specDims = false;  // reduce_<mask>_<t>_spec
+  std::string Name() const;
+};
+std::string Run(const Env& env, const ReduceCase& c, const std::string& targetEnv, const Grid& grid);
+
+// convert.comp
+struct ConvertCase {
+  Use use;
+  T type;
+  uint32_t rows, cols;
+  Use use2;
+  T type2;
+  bool transpose = false;
+  std::string Name() const;
+};
+std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid);
+
+// muladd.comp: mode "khr" (plain), "fromacc" (A converted from an accumulator),
+// "transposed" (A transposed from a K x M accumulator).
+struct MulAddCase {
+  std::string mode;
+  T a, c;  // A/B component type, C/D component type
+  uint32_t m, n, k;
+  std::string Name() const;
+};
+std::string Run(const Env& env, const MulAddCase& c, const std::string& targetEnv, const Grid& grid);
+
+// Runs every case for every target environment and grid, and CHECKs each result
+// with the case name in the failure message.
+template <typename Case>
+void CheckAll(const Env& env, const std::vector<Case>& cases, const std::vector<Grid>& grids,
+              const std::vector<std::string>& targetEnvs = TargetEnvs());
+
+}  // namespace exec
+
+#include "cases_inl.h"

@@ -1,0 +1,52 @@
+#version 450
+// coopMatPerElementEXT. OP selects the element function (CTS names in brackets):
+//   0 [per_element_op]          f(r, c, x, s)    = x + s,   s = ET(2)
+//   1 [per_element_op_mat]      f(r, c, x, y)    = x - y,   y = the element of a second matrix
+//   2 [per_element_op_row_col]  f(r, c, x)       = x + ET(r * 3 + c)
+//   3 [per_element_op_struct]   f(r, c, x, p)    = x * p.k + ET(p.add), p from push constants
+//   4 (two extra operands)      f(r, c, x, s, y) = x * s + y, s from push constants
+// Bindings: 0 input X, 1 input Y (both ET, row-major R x C per matrix), 2 output (ET).
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#ifdef NV_SPELLING  // the driver's own NV coopmat2 operations (sanity checks only)
+#extension GL_NV_cooperative_matrix2 : require
+#define coopMatReduceEXT coopMatReduceNV
+#define coopMatPerElementEXT coopMatPerElementNV
+#endif
+
+layout(set = 0, binding = 0) readonly buffer InX { ET x_[]; };
+layout(set = 0, binding = 1) readonly buffer InY { ET y_[]; };
+layout(set = 0, binding = 2) writeonly buffer Out { ET out_[]; };
+layout(push_constant) uniform Push { uint k; uint add; } pc;
+
+struct Param {
+  ET k;
+  uint add;
+};
+
+ET fScalar(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s) { return x + s; }
+ET fMat(const in uint32_t r, const in uint32_t c, const in ET x, const in ET y) { return x - y; }
+ET fRowCol(const in uint32_t r, const in uint32_t c, const in ET x) { return x + ET(r * 3 + c); }
+ET fStruct(const in uint32_t r, const in uint32_t c, const in ET x, const in Param p) { return x * p.k + ET(p.add); }
+ET fMulti(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s, const in ET y) { return x * s + y; }
+
+void main() {
+  const uint base = MatrixIndex() * R * C;
+  coopmat<ET, gl_ScopeSubgroup, R, C, USE> x, y, res;
+  coopMatLoad(x, x_, base, C, gl_CooperativeMatrixLayoutRowMajor);
+#if OP == 0
+  coopMatPerElementEXT(res, x, fScalar, ET(2.0));
+#elif OP == 1
+  coopMatLoad(y, y_, base, C, gl_CooperativeMatrixLayoutRowMajor);
+  coopMatPerElementEXT(res, x, fMat, y);
+#elif OP == 2
+  coopMatPerElementEXT(res, x, fRowCol);
+#elif OP == 3
+  const Param p = Param(ET(pc.k), pc.add);
+  coopMatPerElementEXT(res, x, fStruct, p);
+#elif OP == 4
+  coopMatLoad(y, y_, base, C, gl_CooperativeMatrixLayoutRowMajor);
+  coopMatPerElementEXT(res, x, fMulti, ET(pc.k), y);
+#endif
+  coopMatStore(res, out_, base, C, gl_CooperativeMatrixLayoutRowMajor);
+}

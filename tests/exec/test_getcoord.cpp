@@ -1,0 +1,64 @@
+// OpCooperativeMatrixGetCoordinateEXT: every invocation scatters each element it
+// holds, m[i], to out[coopMatGetCoordinateEXT(m, i)]. The output must reproduce
+// the loaded matrix exactly, every element written exactly once.
+#include "cases.h"
+
+#include <catch2/catch_test_macros.hpp>
+
+using namespace exec;
+
+namespace {
+// Every (use, type) lavapipe offers: A/B f16, u8, s8; accumulators f16, f32, u32, s32.
+const std::vector<std::pair<Use, T>> kAllUseTypes = {
+    {Use::A, T::F16},   {Use::A, T::U8},    {Use::A, T::S8},    {Use::B, T::F16},   {Use::B, T::U8},
+    {Use::B, T::S8},    {Use::Acc, T::F16}, {Use::Acc, T::F32}, {Use::Acc, T::U32}, {Use::Acc, T::S32},
+};
+}  // namespace
+
+TEST_CASE("get_coordinate", "[exec][getcoord]") {
+  EXEC_ENV(env);
+  std::vector<GetCoordCase> cases;
+  for (auto [use, t] : kAllUseTypes) {
+    cases.push_back({use, t, 8, 8});
+    cases.push_back({use, t, 8, 8, "", false, /*columnMajor=*/true});
+  }
+  CheckAll(env, cases, {Grid{2, 2}});
+}
+
+TEST_CASE("get_coordinate_flexible_dimensions", "[exec][getcoord][flex]") {
+  EXEC_ENV(env, .flex = true);
+  std::vector<GetCoordCase> cases;
+  for (auto [use, t] : std::vector<std::pair<Use, T>>{{Use::A, T::F16}, {Use::B, T::S8}, {Use::Acc, T::F32},
+                                                       {Use::Acc, T::U32}})
+    for (auto [r, c] : std::vector<std::pair<uint32_t, uint32_t>>{{16, 16}, {16, 32}, {32, 16}}) {
+      cases.push_back({use, t, r, c});
+      if (r != c) cases.push_back({use, t, r, c, "", false, true});
+    }
+  CheckAll(env, cases, {Grid{2, 2}});
+}
+
+TEST_CASE("get_coordinate_workgroup_sizes", "[exec][getcoord][workgroup]") {
+  EXEC_ENV(env, .flex = true);
+  // local_size_x from spec constant 0 (LocalSizeId in SPIR-V 1.6): 1, 2, 4 subgroups.
+  const std::vector<Grid> grids = {Grid{1, 1}, Grid{1, 3}, Grid{2, 2}, Grid{4, 2}, Grid{4, 1, false, 8}};
+  CheckAll(env, std::vector<GetCoordCase>{{Use::Acc, T::F32, 8, 8}, {Use::B, T::S8, 16, 32}}, grids);
+  // Literal local_size_x 16 and 32.
+  CheckAll(env, std::vector<GetCoordCase>{{Use::Acc, T::F32, 8, 8, "lit16"}}, {Grid{2, 3, true}});
+  CheckAll(env, std::vector<GetCoordCase>{{Use::A, T::F16, 16, 32, "lit32"}}, {Grid{4, 2, true}});
+}
+
+TEST_CASE("get_coordinate_app_shared_memory", "[exec][getcoord][shared]") {
+  EXEC_ENV(env, .flex = true);
+  CheckAll(env, std::vector<GetCoordCase>{{Use::A, T::F16, 8, 8, "shared"}, {Use::Acc, T::F32, 16, 16, "shared"}},
+           {Grid{1, 2}, Grid{4, 2}});
+}
+
+TEST_CASE("get_coordinate_spec_constant_dims", "[exec][getcoord][spec]") {
+  EXEC_ENV(env, .flex = true);
+  std::vector<GetCoordCase> cases;
+  for (auto [r, c] : std::vector<std::pair<uint32_t, uint32_t>>{{8, 8}, {16, 16}, {16, 32}, {32, 16}}) {
+    cases.push_back({Use::Acc, T::F32, r, c, "", true});
+    cases.push_back({Use::B, T::S8, r, c, "shared", true});
+  }
+  CheckAll(env, cases, {Grid{2, 2}});
+}

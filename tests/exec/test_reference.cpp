@@ -1,0 +1,119 @@
+// The CPU reference checked against hand-computed values, so that the
+// execution tests compare the GPU with something known to be right.
+#include "reference.h"
+
+#include <catch2/catch_test_macros.hpp>
+
+using namespace exec;
+
+namespace {
+Matrix Make(T t, uint32_t rows, uint32_t cols, std::vector<double> v) {
+  Matrix m(t, rows, cols);
+  m.v = std::move(v);
+  return m;
+}
+}  // namespace
+
+TEST_CASE("reference: element conversions wrap and round like SPIR-V", "[exec][reference]") {
+  CHECK(Wrap(T::U8, 300) == 44);               // OpUConvert truncates
+  CHECK(Wrap(T::S8, -200) == 56);              // OpSConvert truncates
+  CHECK(Wrap(T::S8, 4294967295.0) == -1);      // u32 0xffffffff -> s8
+  CHECK(Wrap(T::U32, -3) == 4294967293.0);     // s8 -3 -> u32 sign-extends
+  CHECK(Wrap(T::S32, 2.75) == 2);              // OpConvertFToS rounds toward zero
+  CHECK(Wrap(T::S32, -2.75) == -2);
+  CHECK(Wrap(T::U8, 255.5) == 255);
+  CHECK(Wrap(T::F16, 2049) == 2048);           // f16 has 11 significant bits, ties to even
+  CHECK(Wrap(T::F16, 0.1) != 0.1);
+  CHECK(Wrap(T::F32, 0.5) == 0.5);
+  CHECK(Bits(T::F16, 1.0) == 0x3c00u);
+  CHECK(Bits(T::F16, -2.0) == 0xc000u);
+  CHECK(Bits(T::F32, 1.0) == 0x3f800000u);
+  CHECK(Bits(T::S8, -1) == 0xffffffffu);
+  CHECK(Bits(T::U8, 200) == 200u);
+  CHECK(Bits(T::S32, -2) == 0xfffffffeu);
+}
+
+TEST_CASE("reference: pack and unpack round trip", "[exec][reference]") {
+  const Matrix m = Make(T::S8, 2, 3, {1, -2, 3, -4, 5, -128});
+  const Bytes rowMajor = Pack({m});
+  REQUIRE(rowMajor.size() == 6);
+  CHECK(static_cast<int8_t>(rowMajor[1]) == -2);
+  CHECK(static_cast<int8_t>(rowMajor[3]) == -4);
+  const Bytes colMajor = Pack({m}, true);
+  CHECK(static_cast<int8_t>(colMajor[1]) == -4);  // (1,0)
+  CHECK(static_cast<int8_t>(colMajor[2]) == -2);  // (0,1)
+  CHECK(Compare(Unpack(rowMajor, T::S8, 2, 3, 1).at(0), m).empty());
+  CHECK_FALSE(Compare(Unpack(colMajor, T::S8, 2, 3, 1).at(0), m).empty());
+}
+
+TEST_CASE("reference: reduce", "[exec][reference]") {
+  // 4 x 4:
+  //  1  2  3  4
+  //  5  6  7  8
+  //  9 10 11 12
+  // 13 14 15 16
+  Matrix m(T::F32, 4, 4);
+  for (uint32_t i = 0; i < 16; ++i) m.v[i] = i + 1;
+  const Matrix row = Reduce(m, kRow, Combine::Sum, 4, 4);
+  CHECK(row.at(0, 0) == 10);
+  CHECK(row.at(0, 3) == 10);
+  CHECK(row.at(3, 1) == 58);
+  const Matrix rowWide = Reduce(m, kRow, Combine::Sum, 4, 12);  // changed column count
+  CHECK(rowWide.at(2, 11) == 42);
+  const Matrix col = Reduce(m, kColumn, Combine::Sum, 4, 4);
+  CHECK(col.at(0, 0) == 28);
+  CHECK(col.at(3, 0) == 28);
+  CHECK(col.at(2, 3) == 40);
+  const Matrix colTall = Reduce(m, kColumn, Combine::Max, 12, 4);  // changed row count
+  CHECK(colTall.at(11, 1) == 14);
+  const Matrix all = Reduce(m, kRowColumn, Combine::Sum, 2, 6);
+  CHECK(all.at(1, 5) == 136);
+  const Matrix quad = Reduce(m, k2x2, Combine::Sum, 2, 2);
+  CHECK(quad.at(0, 0) == 1 + 2 + 5 + 6);
+  CHECK(quad.at(0, 1) == 3 + 4 + 7 + 8);
+  CHECK(quad.at(1, 0) == 9 + 10 + 13 + 14);
+  CHECK(quad.at(1, 1) == 11 + 12 + 15 + 16);
+  CHECK(Reduce(m, k2x2, Combine::Min, 2, 2).at(1, 1) == 11);
+  CHECK(Reduce(m, kRow, Combine::Min, 4, 4).at(2, 0) == 9);
+  CHECK(Reduce(m, kColumn, Combine::Max, 4, 4).at(0, 2) == 15);
+  // Unsigned sums wrap.
+  const Matrix u = Make(T::U32, 1, 2, {4294967295.0, 2});
+  CHECK(Reduce(u, kRow, Combine::Sum, 1, 2).at(0, 0) == 1);
+}
+
+TEST_CASE("reference: per-element, convert, transpose, muladd", "[exec][reference]") {
+  const Matrix m = Make(T::U8, 2, 2, {250, 1, 2, 3});
+  const Matrix p = PerElement(m, [](uint32_t r, uint32_t c, double x) { return x + r * 3 + c; });
+  CHECK(p.at(0, 0) == 250);
+  CHECK(p.at(0, 1) == 2);
+  CHECK(p.at(1, 0) == 5);
+  CHECK(p.at(1, 1) == 7);
+  CHECK(PerElement(m, [](uint32_t, uint32_t, double x) { return x + 10; }).at(0, 0) == 4);  // wraps
+
+  const Matrix a = Make(T::S32, 2, 3, {1, -200, 3, 4, 5, 300});
+  const Matrix t = Convert(a, T::S8, true);
+  REQUIRE(t.rows == 3);
+  REQUIRE(t.cols == 2);
+  CHECK(t.at(0, 1) == 4);
+  CHECK(t.at(1, 0) == 56);
+  CHECK(t.at(2, 1) == 44);
+  CHECK(Convert(a, T::U8, false).at(0, 1) == 56);
+
+  const Matrix A = Make(T::F16, 2, 2, {1, 2, 3, 4});
+  const Matrix B = Make(T::F16, 2, 2, {5, 6, 7, 8});
+  const Matrix C = Make(T::F32, 2, 2, {1, 0, 0, -1});
+  const Matrix D = MulAdd(A, B, C);
+  CHECK(D.at(0, 0) == 20);
+  CHECK(D.at(0, 1) == 22);
+  CHECK(D.at(1, 0) == 43);
+  CHECK(D.at(1, 1) == 49);
+}
+
+TEST_CASE("reference: compare reports mismatches", "[exec][reference]") {
+  const Matrix a = Make(T::F32, 1, 2, {1, 2});
+  Matrix b = a;
+  CHECK(Compare(a, b).empty());
+  b.at(0, 1) = 3;
+  CHECK(Compare(b, a).find("(0,1) got 3 want 2") != std::string::npos);
+  CHECK_FALSE(Compare(Make(T::F32, 2, 1, {1, 2}), a).empty());
+}
