@@ -5,7 +5,10 @@
 namespace coopmat {
 
 std::string Describe(const ir::Instruction& inst) {
-  return std::string(spv::OpToString(inst.opcode)) + " %" + std::to_string(inst.resultId);
+  // The header's names for 5293 is the NV alias; messages use the EXT spelling.
+  const char* name = inst.opcode == spv::Op::OpCooperativeMatrixConvertUseEXT ? "OpCooperativeMatrixConvertUseEXT"
+                                                                              : spv::OpToString(inst.opcode);
+  return std::string(name) + " %" + std::to_string(inst.resultId);
 }
 
 CoopMatType MatrixOf(Context& context, const ir::Instruction& inst, uint32_t id, const char* what) {

@@ -1,0 +1,54 @@
+#!/bin/sh
+# cli_test.sh COOPMAT_LOWER SHADER_DIR WORK_DIR: coopmat-lower succeeds on a good
+# module and fails cleanly (non-zero exit, "coopmat-lower:" message, no crash)
+# on every class of bad input.
+set -u
+tool=$1 shaders=$2 work=$3
+mkdir -p "$work"
+good="$shaders/reduce.spirv1.3.spv"
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect_error NAME FILE MESSAGE-FRAGMENT [ARGS...]
+expect_error() {
+  name=$1 file=$2 fragment=$3; shift 3
+  "$tool" "$file" -o "$work/out.spv" "$@" 2>"$work/err.txt" >/dev/null
+  rc=$?
+  if [ $rc -eq 0 ]; then fail "$name: exit 0"; return; fi
+  if [ $rc -ge 128 ]; then fail "$name: crashed with status $rc"; return; fi
+  grep -q "^coopmat-lower: " "$work/err.txt" || fail "$name: no coopmat-lower: prefix: $(cat "$work/err.txt")"
+  grep -q "$fragment" "$work/err.txt" || fail "$name: message lacks '$fragment': $(cat "$work/err.txt")"
+}
+
+# Good input: exit 0, a valid output, one --stats line.
+"$tool" "$good" -o "$work/good.spv" --validate --stats >"$work/stats.txt" 2>"$work/err.txt" || fail "good module: $(cat "$work/err.txt")"
+[ "$(wc -l <"$work/stats.txt")" -eq 1 ] || fail "--stats printed $(wc -l <"$work/stats.txt") lines"
+grep -q "^ops lowered 8 .*words in [0-9]*, words out [0-9]*, .* us, scratch 1024 bytes per subgroup" "$work/stats.txt" ||
+  fail "unexpected --stats line: $(cat "$work/stats.txt")"
+[ -s "$work/good.spv" ] || fail "no output written"
+
+# Malformed inputs, one per class.
+: >"$work/empty.spv"
+expect_error empty "$work/empty.spv" "shorter than the 5-word"
+head -c 12 "$good" >"$work/short.spv"
+expect_error short-header "$work/short.spv" "shorter than the 5-word"
+head -c 202 "$good" >"$work/odd.spv"
+expect_error not-word-aligned "$work/odd.spv" "not a multiple of 4"
+head -c 400 "$good" >"$work/truncated.spv"
+expect_error truncated "$work/truncated.spv" "runs past the end"
+printf 'this is not SPIR-V at all!!!' >"$work/text.spv"
+expect_error bad-magic "$work/text.spv" "bad magic"
+{ head -c 20 "$good"; printf '\000\000\000\000'; tail -c +25 "$good"; } >"$work/zero.spv"
+expect_error word-count-zero "$work/zero.spv" "word count 0"
+{ head -c 20 "$good"; printf '\377\377\001\000'; tail -c +25 "$good"; } >"$work/opcode.spv"
+expect_error unknown-opcode "$work/opcode.spv" "unknown opcode"
+{ head -c 12 "$good"; printf '\005\000\000\000'; tail -c +17 "$good"; } >"$work/bound.spv"
+expect_error id-past-bound "$work/bound.spv" "outside the id bound"
+expect_error missing-file "$work/does-not-exist.spv" "cannot open"
+expect_error bad-option "$good" "unknown option" --frobnicate
+expect_error bad-subgroup "$good" "min-subgroup-size" --min-subgroup-size zero
+expect_error shared-limit "$good" "maxSharedMemoryBytes" --max-shared-memory 512
+
+[ $failures -eq 0 ] && echo "all CLI checks passed"
+exit $failures

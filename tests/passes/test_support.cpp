@@ -1,0 +1,86 @@
+#include "test_support.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+namespace passtest {
+
+std::string ShaderDir() { return COOPMAT_PASSES_SHADER_DIR; }
+
+std::vector<uint32_t> LoadWords(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint32_t> words(bytes.size() / 4);
+  std::copy(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(words.size() * 4), reinterpret_cast<char*>(words.data()));
+  return words;
+}
+
+std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env) {
+  return LoadWords(ShaderDir() + "/" + name + "." + env + ".spv");
+}
+
+std::vector<std::string> AllShaderPaths() {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator(ShaderDir()))
+    if (entry.path().extension() == ".spv") out.push_back(entry.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+coopmat::ir::Module ParseOrFail(const std::vector<uint32_t>& words) {
+  coopmat::ir::Module m;
+  if (std::string error = coopmat::ir::Parse(words, m); !error.empty()) throw std::runtime_error("parse: " + error);
+  return m;
+}
+
+void ForEachFunctionInstruction(const coopmat::ir::Module& m, const std::function<void(const coopmat::ir::Instruction&)>& fn) {
+  for (const auto& f : m.functions)
+    for (const auto& b : f.blocks)
+      for (const auto& i : b.instructions) fn(i);
+}
+
+size_t CountOpcode(const coopmat::ir::Module& m, spv::Op op) {
+  size_t n = 0;
+  ForEachFunctionInstruction(m, [&](const coopmat::ir::Instruction& i) { n += i.opcode == op; });
+  return n;
+}
+
+bool HasCapability(const coopmat::ir::Module& m, spv::Capability cap) {
+  for (const auto& i : m.capabilities)
+    if (i.Operand(0) == static_cast<uint32_t>(cap)) return true;
+  return false;
+}
+
+bool HasExtension(const coopmat::ir::Module& m, const std::string& name) {
+  for (const auto& i : m.extensions)
+    if (coopmat::ir::DecodeString(i.operands) == name) return true;
+  return false;
+}
+
+bool HasDecoration(const coopmat::ir::Module& m, spv::Decoration decoration) {
+  for (const auto& i : m.annotations)
+    if (i.opcode == spv::Op::OpDecorate && i.Operand(1) == static_cast<uint32_t>(decoration)) return true;
+  return false;
+}
+
+uint32_t FindScratchVariable(const coopmat::ir::Module& m) {
+  auto def = [&](uint32_t id) -> const coopmat::ir::Instruction* {
+    for (const auto& g : m.globals)
+      if (g.resultId == id) return &g;
+    return nullptr;
+  };
+  for (const auto& g : m.globals) {
+    if (g.opcode != spv::Op::OpVariable || g.Operand(0) != static_cast<uint32_t>(spv::StorageClass::Workgroup)) continue;
+    const auto* pointer = def(g.typeId);
+    const auto* array = pointer ? def(pointer->Operand(1)) : nullptr;
+    const auto* element = array && array->opcode == spv::Op::OpTypeArray ? def(array->Operand(0)) : nullptr;
+    if (element && element->opcode == spv::Op::OpTypeInt && element->Operand(0) == 32 && element->Operand(1) == 0) return g.resultId;
+  }
+  return 0;
+}
+
+}  // namespace passtest

@@ -1,0 +1,31 @@
+// Helpers shared by the pass tests: loading the compiled shaders and looking
+// into modules through the IR.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir.h"
+
+namespace passtest {
+
+std::string ShaderDir();
+std::vector<uint32_t> LoadWords(const std::string& path);
+// "<dir>/<name>.<env>.spv"
+std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env);
+// Every .spv the build produced for these tests (sorted).
+std::vector<std::string> AllShaderPaths();
+
+coopmat::ir::Module ParseOrFail(const std::vector<uint32_t>& words);
+// Calls fn on every instruction of every function.
+void ForEachFunctionInstruction(const coopmat::ir::Module& m, const std::function<void(const coopmat::ir::Instruction&)>& fn);
+size_t CountOpcode(const coopmat::ir::Module& m, spv::Op op);
+bool HasCapability(const coopmat::ir::Module& m, spv::Capability cap);
+bool HasExtension(const coopmat::ir::Module& m, const std::string& name);
+bool HasDecoration(const coopmat::ir::Module& m, spv::Decoration decoration);
+// The Workgroup OpVariable whose pointee is an array of 32-bit uint (our scratch), or 0.
+uint32_t FindScratchVariable(const coopmat::ir::Module& m);
+
+}  // namespace passtest
