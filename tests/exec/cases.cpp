@@ -193,7 +193,8 @@ std::string Run(const Env& env, const ReduceCase& c, const std::string& targetEn
 std::string ConvertCase::Name() const {
   std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" + Dims(rows, cols) +
                      "_to_" + exec::Name(use2) + "_" + exec::Name(type2);
-  return transpose ? name + "_t" : name;
+  if (transpose) name += "_t";
+  return appShared ? name + "_shared" : name;
 }
 
 namespace {
@@ -220,14 +221,17 @@ std::string Run(const Env& env, const ConvertCase& c, const std::string& targetE
   const size_t n = grid.matrices();
   const Range range = ConvertRange(c.type, c.type2);
   const std::vector<Matrix> in = RandomMatrices(n, c.type, c.rows, c.cols, 23, range.lo, range.hi, range.step);
-  std::vector<Bytes> buffers = {Pack(in), Bytes(n * c.rows * c.cols * Size(c.type2))};
+  std::vector<Bytes> buffers = {Pack(in), Bytes(n * c.rows * c.cols * Size(c.type2)),
+                                cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
   cmtest::ComputeJob job;
   job.spirv = LoadShader(c.Name(), targetEnv);
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 
   const uint32_t outRows = c.transpose ? c.cols : c.rows, outCols = c.transpose ? c.rows : c.cols;
   const std::vector<Matrix> got = Unpack(buffers[1], c.type2, outRows, outCols, n);
+  const std::vector<uint32_t> errors = cmtest::FromBytes<uint32_t>(buffers[2]);
   std::ostringstream s;
+  if (errors[1]) s << " " << errors[1] << " application shared-memory words damaged;";
   for (size_t m = 0; m < n; ++m)
     Note(s, m, m < got.size() ? Compare(got[m], Convert(in[m], c.type2, c.transpose)) : "no output");
   return s.str();

@@ -55,6 +55,7 @@ struct ConvertCase {
   Use use2;
   T type2;
   bool transpose = false;
+  bool appShared = false;  // convert_..._shared: the shader keeps a canary in shared memory
   std::string Name() const;
 };
 std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid);

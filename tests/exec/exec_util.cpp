@@ -146,6 +146,12 @@ Env::Env(const EnvOptions& options) {
   cmtest::InstanceOptions io;
   io.withLayer = options.layer;
   io.validation = options.validation;
+  // Report every occurrence: a test runs many shaders on one instance, and the
+  // default limit (10 per message id) would hide findings in later shaders.
+  static const VkBool32 kFalse = VK_FALSE;
+  if (options.validation != cmtest::Validation::Off)
+    io.settings.push_back({cmtest::kValidationLayerName, "enable_message_limit", VK_LAYER_SETTING_TYPE_BOOL32_EXT, 1,
+                           &kFalse});
   instance_ = std::make_unique<cmtest::Instance>(io);
   cmtest::DeviceOptions dopt;
   dopt.enableMaintenance1 = options.layer;

@@ -75,6 +75,7 @@ class Env {
   std::string Problem() const;
   const cmtest::Device& device() const { return *device_; }
   const cmtest::Instance& instance() const { return *instance_; }
+  void ClearMessages() const { instance_->clearMessages(); }
 
  private:
   std::unique_ptr<cmtest::Instance> instance_;

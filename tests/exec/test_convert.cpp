@@ -91,6 +91,28 @@ TEST_CASE("convert_workgroup_sizes", "[exec][convert][workgroup]") {
            {Grid{1, 1}, Grid{1, 3}, Grid{4, 2}, Grid{4, 1, false, 8}});
 }
 
+TEST_CASE("convert_app_shared_memory", "[exec][convert][shared]") {
+  EXEC_ENV(env, .flex = true);
+  CheckAll(env,
+           std::vector<ConvertCase>{{Use::Acc, T::F32, 16, 32, Use::B, T::F16, true, true},
+                                    {Use::Acc, T::S32, 8, 8, Use::A, T::S8, false, true},
+                                    {Use::A, T::F16, 16, 16, Use::Acc, T::F32, false, true}},
+           {Grid{1, 2}, Grid{4, 2}});
+}
+
+// Signedness-only Use changes (OpCooperativeMatrixConvertUseEXT, same width):
+// the value is reinterpreted. One side is always a type lavapipe does not list
+// (A/B 8-bit, accumulators 32-bit); lavapipe runs such types anyway, but the
+// validation layer would report VUID-RuntimeSpirv-OpTypeCooperativeMatrixKHR-10163.
+TEST_CASE("convert_signedness_only", "[exec][convert][unlisted-type]") {
+  EXEC_ENV(env);
+  CheckAll(env,
+           std::vector<ConvertCase>{{Use::Acc, T::S32, 8, 8, Use::A, T::U32},
+                                    {Use::A, T::U8, 8, 8, Use::Acc, T::S8},
+                                    {Use::Acc, T::U32, 8, 8, Use::B, T::S32, true}},
+           {Grid{2, 2}});
+}
+
 // End to end: a converted (or transposed) A feeds a KHR MulAdd.
 TEST_CASE("muladd_converted_a", "[exec][convert][muladd]") {
   {

@@ -52,3 +52,14 @@ TEST_CASE("harness: native NV per-element and reduce agree with the reference at
                                     {ElemOp::Mat, Use::Acc, T::F32, 8, 8, true}};
   CheckAll(env, elems, {Grid{1, 2}}, nv);
 }
+
+// Hidden (run by hand: coopmat_exec_tests "[mutation]"): the reduce check run on
+// lavapipe's own NV row reduction at 16x16, which is known to be wrong, must
+// report a mismatch. Shows the comparison catches a wrong reduction.
+TEST_CASE("harness: the reduce check catches lavapipe's native 16x16 row-reduce bug", "[.][exec][mutation]") {
+  EXEC_ENV(env, .flex = true, .layer = false);
+  const std::string result =
+      Run(env, ReduceCase{kRow, Combine::Sum, T::F32, 16, 16, 16, 16, "nv"}, "spirv1.6", Grid{1, 1});
+  INFO(result);
+  CHECK(result.find("elements wrong") != std::string::npos);
+}

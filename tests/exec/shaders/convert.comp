@@ -3,17 +3,21 @@
 //   default:    constructor  coopmat<ET2, R, C, USE2>(m)            (ConvertUse or Op*Convert)
 //   TRANSPOSE:  coopMatTransposeEXT into coopmat<ET2, C, R, USE2>   (+ CooperativeMatrixTransposeEXT)
 // Bindings: 0 input (ET, row-major R x C per matrix), 1 output (ET2, row-major
-// R x C, or C x R when transposed).
+// R x C, or C x R when transposed), 2 errors: [1] damaged canary words (APP_SHARED).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
 layout(set = 0, binding = 0) readonly buffer In { ET src[]; };
 layout(set = 0, binding = 1) writeonly buffer Out { ET2 dst[]; };
+layout(set = 0, binding = 2) buffer Errors { uint errors[]; };
 
 void main() {
   const uint base = MatrixIndex() * R * C;
   coopmat<ET, gl_ScopeSubgroup, R, C, USE> m;
   coopMatLoad(m, src, base, C, gl_CooperativeMatrixLayoutRowMajor);
+#ifdef APP_SHARED
+  CanaryWrite();
+#endif
 #ifdef TRANSPOSE
   coopmat<ET2, gl_ScopeSubgroup, C, R, USE2> res;
   coopMatTransposeEXT(res, m);
@@ -21,5 +25,8 @@ void main() {
 #else
   coopmat<ET2, gl_ScopeSubgroup, R, C, USE2> res = coopmat<ET2, gl_ScopeSubgroup, R, C, USE2>(m);
   coopMatStore(res, dst, base, C, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+#ifdef APP_SHARED
+  atomicAdd(errors[1], CanaryCheck());
 #endif
 }

@@ -1,0 +1,73 @@
+// combo.comp: reduce (in a helper function, under a uniform branch), transpose,
+// per-element and GetCoordinate together in one module, inside a loop.
+#include "cases.h"
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <sstream>
+
+using namespace exec;
+
+namespace {
+
+std::string RunCombo(const Env& env, uint32_t rows, uint32_t cols, bool doReduce, const std::string& targetEnv,
+                     const Grid& grid) {
+  const size_t n = grid.matrices() * 2, elems = size_t(rows) * cols;
+  std::vector<Matrix> in;
+  for (size_t i = 0; i < n; ++i) in.push_back(RandomMatrix(T::F32, rows, cols, 53 + uint32_t(i), -64, 64, 0.5));
+  const float sentinel = -12345.0f;
+  std::vector<Bytes> buffers = {Pack(in), cmtest::ToBytes(std::vector<float>(n * elems, sentinel)),
+                                Bytes(n * elems * 2), Bytes(n * elems * 4),
+                                cmtest::ToBytes(std::vector<uint32_t>(n * elems, 0xdeadbeefu))};
+  cmtest::ComputeJob job;
+  job.spirv = LoadShader("combo_" + std::to_string(rows) + "x" + std::to_string(cols), targetEnv);
+  job.pushConstants = cmtest::ToBytes(std::vector<uint32_t>{doReduce ? 1u : 0u});
+  if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
+
+  const std::vector<Matrix> reduced = Unpack(buffers[1], T::F32, rows, cols, n);
+  const std::vector<Matrix> transposed = Unpack(buffers[2], T::F16, cols, rows, n);
+  const std::vector<Matrix> perElem = Unpack(buffers[3], T::F32, rows, cols, n);
+  const std::vector<uint32_t> coord = cmtest::FromBytes<uint32_t>(buffers[4]);
+  std::ostringstream s;
+  for (size_t m = 0; m < n; ++m) {
+    Matrix untouched(T::F32, rows, cols);
+    for (double& v : untouched.v) v = sentinel;
+    const Matrix wantT = Convert(in[m], T::F16, true);
+    const std::string r = Compare(reduced[m], doReduce ? Reduce(in[m], kRow, Combine::Sum, rows, cols) : untouched);
+    const std::string t = Compare(transposed[m], wantT);
+    const std::string p = Compare(perElem[m], PerElement(in[m], [](uint32_t r_, uint32_t c_, double x) {
+                                    return x + r_ * 3.0 + c_;
+                                  }));
+    size_t badCoord = 0;
+    for (uint32_t r_ = 0; r_ < cols; ++r_)
+      for (uint32_t c_ = 0; c_ < rows; ++c_)
+        if (coord[m * elems + r_ * rows + c_] != Bits(T::F16, wantT.at(r_, c_))) badCoord++;
+    if (!r.empty()) s << " [matrix " << m << " reduce] " << r;
+    if (!t.empty()) s << " [matrix " << m << " transpose] " << t;
+    if (!p.empty()) s << " [matrix " << m << " per-element] " << p;
+    if (badCoord) s << " [matrix " << m << " get-coordinate] " << badCoord << " elements wrong";
+  }
+  return s.str();
+}
+
+void Check(const Env& env, uint32_t rows, uint32_t cols) {
+  for (const std::string& targetEnv : TargetEnvs())
+    for (bool doReduce : {true, false})
+      for (const Grid& grid : {Grid{1, 2}, Grid{4, 1}}) {
+        const std::string result = RunCombo(env, rows, cols, doReduce, targetEnv, grid);
+        INFO("combo_" << rows << "x" << cols << "." << targetEnv << " reduce=" << doReduce << " subgroups/group="
+                      << grid.subgroupsPerGroup << ": " << result);
+        CHECK(result.empty());
+      }
+}
+
+}  // namespace
+
+TEST_CASE("combined_ops_loop_branch_function", "[exec][combo]") {
+  {
+    EXEC_ENV(env);
+    Check(env, 8, 8);
+  }
+  EXEC_ENV(env, .flex = true);
+  Check(env, 16, 32);
+}
