@@ -1,0 +1,300 @@
+// attention: a flash-attention forward pass written with
+// VK_EXT_cooperative_matrix_maintenance1 (shaders/attention.comp), checked against a
+// CPU reference and timed next to the two other ways to write it today:
+//
+//   1. maintenance1   coopMatReduceEXT / coopMatPerElementEXT / conversions /
+//                     coopMatGetCoordinateEXT; on a driver without the extension,
+//                     VK_LAYER_coopmat_maintenance1 lowers them to KHR SPIR-V
+//   2. KHR+shared     VK_KHR_cooperative_matrix only: softmax and rescaling through
+//                     shared memory, one row per invocation (attention_khr.comp)
+//   3. NV native      the maintenance1 kernel spelled with GL_NV_cooperative_matrix2,
+//                     run by the driver's own implementation where it has one
+//
+// Every way is checked before it is timed; a wrong result is reported, not timed.
+//
+//   attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]
+//             [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--check-only]
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "half.h"
+#include "vulkan_app.h"
+
+namespace {
+
+constexpr uint32_t kTile = 8;  // Br = Bc = 8: the only KHR shape lavapipe has
+// Largest error accepted: Q, K, V and P are f16, everything else f32.
+constexpr double kOutputTolerance = 1e-2;  // max |O - reference|
+constexpr double kLseTolerance = 1e-3;     // max |lse - reference|
+
+struct Options {
+  uint32_t seq = 256, dim = 64, heads = 4, batch = 1;
+  bool causal = true;
+  int runs = 10;
+  bool checkOnly = false;
+  bool layer = true;
+  bool kTranspose = false;
+  bool ways[3] = {true, true, true};
+};
+
+struct Problem {
+  Options options;
+  std::vector<uint16_t> q, k, v;  // f16, [batch][head][seq][dim]
+  std::vector<double> o, lse;     // the CPU reference
+  size_t Elements() const { return size_t(options.batch) * options.heads * options.seq * options.dim; }
+  size_t Rows() const { return size_t(options.batch) * options.heads * options.seq; }
+  float Scale() const { return 1.0f / std::sqrt(static_cast<float>(options.dim)); }
+};
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]\n"
+               "                 [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--check-only]\n"
+               "  --seq N        sequence length, a multiple of 8 (default 256)\n"
+               "  --dim D        head dimension: 16, 32, 64 or 128 (default 64)\n"
+               "  --heads H      heads (default 4)     --batch B   batch (default 1)\n"
+               "  --no-causal    attend to every key (default: causal mask)\n"
+               "  --runs R       timed dispatches per way; the median is reported (default 10)\n"
+               "  --ways LIST    which ways to run (default layer,khr,nv)\n"
+               "  --k-transpose  way 1 builds K^T with coopMatTransposeEXT instead of a column-major load\n"
+               "  --no-layer     do not enable VK_LAYER_coopmat_maintenance1 (way 1 then needs a native driver)\n"
+               "  --check-only   check the results, skip the timing\n");
+}
+
+std::optional<Options> Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto number = [&](uint32_t& out) {
+      if (i + 1 >= argc) return false;
+      char* end = nullptr;
+      const unsigned long value = std::strtoul(argv[++i], &end, 10);
+      out = static_cast<uint32_t>(value);
+      return *end == '\0' && value > 0;
+    };
+    bool ok = true;
+    if (arg == "--seq") ok = number(o.seq);
+    else if (arg == "--dim") ok = number(o.dim);
+    else if (arg == "--heads") ok = number(o.heads);
+    else if (arg == "--batch") ok = number(o.batch);
+    else if (arg == "--runs") {
+      uint32_t runs = 0;
+      ok = number(runs);
+      o.runs = static_cast<int>(runs);
+    } else if (arg == "--no-causal") o.causal = false;
+    else if (arg == "--check-only") o.checkOnly = true;
+    else if (arg == "--no-layer") o.layer = false;
+    else if (arg == "--k-transpose") o.kTranspose = true;
+    else if (arg == "--ways" && i + 1 < argc) {
+      const std::string list = argv[++i];
+      for (int w = 0; w < 3; ++w) o.ways[w] = false;
+      size_t start = 0;
+      while (start <= list.size()) {
+        const size_t end = std::min(list.find(',', start), list.size());
+        const std::string way = list.substr(start, end - start);
+        if (way == "layer") o.ways[0] = true;
+        else if (way == "khr") o.ways[1] = true;
+        else if (way == "nv") o.ways[2] = true;
+        else ok = false;
+        start = end + 1;
+      }
+    } else ok = false;
+    if (!ok) {
+      Usage();
+      return std::nullopt;
+    }
+  }
+  if (o.seq % kTile != 0 || (o.dim != 16 && o.dim != 32 && o.dim != 64 && o.dim != 128)) {
+    std::fprintf(stderr, "attention: --seq must be a multiple of 8 and --dim one of 16, 32, 64, 128\n");
+    return std::nullopt;
+  }
+  return o;
+}
+
+// Random Q, K, V in [-1, 1] (fixed seed) and the reference in double precision from
+// the same f16 values.
+Problem MakeProblem(const Options& options) {
+  Problem p{options};
+  std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto* m : {&p.q, &p.k, &p.v}) {
+    m->resize(p.Elements());
+    for (uint16_t& x : *m) x = sample::FloatToHalf(dist(rng));
+  }
+  const uint32_t n = options.seq, d = options.dim;
+  p.o.assign(p.Elements(), 0.0);
+  p.lse.assign(p.Rows(), 0.0);
+  std::vector<double> scores(n);
+  for (size_t head = 0; head < size_t(options.batch) * options.heads; ++head) {
+    const size_t base = head * n * d;
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t keys = options.causal ? i + 1 : n;
+      double max = -INFINITY;
+      for (uint32_t j = 0; j < keys; ++j) {
+        double dot = 0;
+        for (uint32_t c = 0; c < d; ++c)
+          dot += double(sample::HalfToFloat(p.q[base + i * d + c])) * sample::HalfToFloat(p.k[base + j * d + c]);
+        scores[j] = dot * p.Scale();
+        max = std::max(max, scores[j]);
+      }
+      double sum = 0;
+      for (uint32_t j = 0; j < keys; ++j) {
+        scores[j] = std::exp(scores[j] - max);
+        sum += scores[j];
+      }
+      for (uint32_t j = 0; j < keys; ++j) {
+        for (uint32_t c = 0; c < d; ++c)
+          p.o[base + i * d + c] += scores[j] / sum * sample::HalfToFloat(p.v[base + j * d + c]);
+      }
+      p.lse[head * n + i] = max + std::log(sum);
+    }
+  }
+  return p;
+}
+
+struct Way {
+  const char* name;
+  const char* description;
+  std::string shader;
+  bool available;
+  std::string why;  // when not available
+};
+
+struct Outcome {
+  std::string status;  // "ok", "WRONG", "FAILED", or why it was skipped
+  double maxAbs = 0, relative = 0, lseError = 0;
+  double medianUs = 0;
+  double moduleUs = 0, pipelineUs = 0;
+};
+
+struct Buffers {
+  sample::Buffer q, k, v, o, lse;
+  Buffers(const sample::Context& context, const Problem& p)
+      : q(context, p.Elements() * 2), k(context, p.Elements() * 2), v(context, p.Elements() * 2),
+        o(context, p.Elements() * 4), lse(context, p.Rows() * 4) {
+    std::memcpy(q.data(), p.q.data(), p.Elements() * 2);
+    std::memcpy(k.data(), p.k.data(), p.Elements() * 2);
+    std::memcpy(v.data(), p.v.data(), p.Elements() * 2);
+  }
+};
+
+Outcome RunWay(const sample::Context& context, const Problem& p, Buffers& buffers, const Way& way) {
+  Outcome out;
+  struct Push {
+    uint32_t seqLen, causal;
+    float scale;
+  } push{p.options.seq, p.options.causal ? 1u : 0u, p.Scale()};
+  try {
+    const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + way.shader + ".spv");
+    sample::Kernel kernel(context, spirv, {.bindings = 5, .pushConstantBytes = sizeof(Push)});
+    out.moduleUs = kernel.moduleMicroseconds();
+    out.pipelineUs = kernel.pipelineMicroseconds();
+    kernel.Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / kTile,
+                  p.options.heads, p.options.batch, sample::AsBytes(push));
+
+    // Check: fill the outputs with NaN so that anything left unwritten shows.
+    std::fill_n(buffers.o.as<float>(), p.Elements(), NAN);
+    std::fill_n(buffers.lse.as<float>(), p.Rows(), NAN);
+    kernel.Run();
+    const float* o = buffers.o.as<float>();
+    const float* lse = buffers.lse.as<float>();
+    double errorSquares = 0, referenceSquares = 0;
+    for (size_t i = 0; i < p.Elements(); ++i) {
+      const double error = std::fabs(double(o[i]) - p.o[i]);
+      out.maxAbs = std::isnan(error) ? INFINITY : std::max(out.maxAbs, error);
+      errorSquares += error * error;
+      referenceSquares += p.o[i] * p.o[i];
+    }
+    for (size_t i = 0; i < p.Rows(); ++i) {
+      const double error = std::fabs(double(lse[i]) - p.lse[i]);
+      out.lseError = std::isnan(error) ? INFINITY : std::max(out.lseError, error);
+    }
+    out.relative = std::sqrt(errorSquares / referenceSquares);
+    const bool ok = out.maxAbs <= kOutputTolerance && out.lseError <= kLseTolerance;
+    out.status = ok ? "ok" : "WRONG";
+    if (ok && !p.options.checkOnly) out.medianUs = kernel.MedianMicroseconds(p.options.runs);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attention: %s: %s\n", way.name, e.what());
+    out.status = "FAILED";
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::optional<Options> parsed = Parse(argc, argv);
+  if (!parsed) return 2;
+  const Options& options = *parsed;
+  try {
+    sample::Context context({.appName = "attention", .layer = options.layer});
+    const std::string dim = "_d" + std::to_string(options.dim);
+    const std::string ext = options.kTranspose ? "attention_ext_kt" : "attention_ext";
+    Way ways[3] = {
+        {"maintenance1", options.layer ? "EXT shader through VK_LAYER_coopmat_maintenance1" : "EXT shader, native",
+         ext + dim, context.maintenance1(), "VK_EXT_cooperative_matrix_maintenance1 not available"},
+        {"KHR+shared", "KHR-only shader, softmax through shared memory", "attention_khr" + dim, true, ""},
+        {"NV native", "NV_cooperative_matrix2 shader, the driver's own ops", "attention_nv" + dim,
+         context.nvCoopmat2(), "VK_NV_cooperative_matrix2 not available"},
+    };
+
+    std::printf("device: %s (%s)\n", context.deviceName().c_str(), context.driverInfo().c_str());
+    std::printf("attention: batch %u, heads %u, seq %u, head dim %u, %s, f16 Q/K/V, f32 O; 8x8 tiles, one subgroup "
+                "per 8 query rows (%u workgroups)\n",
+                options.batch, options.heads, options.seq, options.dim, options.causal ? "causal" : "not causal",
+                options.seq / kTile * options.heads * options.batch);
+    std::printf("tolerance: max |O - ref| <= %.0e, max |lse - ref| <= %.0e (reference in double from the same f16 "
+                "inputs)\n\n",
+                kOutputTolerance, kLseTolerance);
+
+    const Problem problem = MakeProblem(options);
+    Buffers buffers(context, problem);
+    Outcome outcomes[3];
+    bool failed = false;
+    for (int w = 0; w < 3; ++w) {
+      if (!options.ways[w]) {
+        outcomes[w].status = "not run";
+      } else if (!ways[w].available) {
+        outcomes[w].status = "n/a: " + ways[w].why;
+      } else {
+        outcomes[w] = RunWay(context, problem, buffers, ways[w]);
+        failed |= outcomes[w].status != "ok";
+      }
+    }
+
+    std::printf("%-2s %-13s %-6s %10s %10s %10s", "", "way", "check", "max|err|", "rel err", "lse err");
+    if (!options.checkOnly) std::printf(" %11s %9s", "median ms", "vs way 1");
+    std::printf(" %9s %9s  %s\n", "module ms", "pipe ms", "what");
+    for (int w = 0; w < 3; ++w) {
+      const Outcome& o = outcomes[w];
+      std::printf("%d. %-13s ", w + 1, ways[w].name);
+      if (o.status != "ok" && o.status != "WRONG") {
+        std::printf("%s\n", o.status.c_str());
+        continue;
+      }
+      std::printf("%-6s %10.2e %10.2e %10.2e", o.status.c_str(), o.maxAbs, o.relative, o.lseError);
+      if (!options.checkOnly) {
+        if (o.medianUs > 0) std::printf(" %11.3f", o.medianUs / 1000);
+        else std::printf(" %11s", "-");
+        if (o.medianUs > 0 && outcomes[0].medianUs > 0) std::printf(" %8.2fx", o.medianUs / outcomes[0].medianUs);
+        else std::printf(" %9s", "-");
+      }
+      std::printf(" %9.2f %9.2f  %s\n", o.moduleUs / 1000, o.pipelineUs / 1000, ways[w].description);
+    }
+    if (!options.checkOnly)
+      std::printf("\nmedian of %d dispatches (host clock around submit + wait); \"vs way 1\" = time / time of way 1; "
+                  "module ms = vkCreateShaderModule (the layer's rewrite happens here)\n",
+                  options.runs);
+    std::printf("%s\n", failed ? "RESULT: FAILED" : "RESULT: ok");
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "attention: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,155 @@
+#version 450
+// Flash-attention forward pass, one 8-row block of queries per workgroup (one
+// subgroup), written with GL_EXT_cooperative_matrix_maintenance1:
+//
+//   for every 8-column block of keys/values (up to the diagonal when causal):
+//     S     = Q · K^T                       coopMatMulAdd over HEAD_DIM/8 tiles
+//     S     = S * scale, masked above the diagonal     coopMatPerElementEXT(row, col)
+//     mNew  = max(m, rowmax(S))             coopMatReduceEXT(Row) + per-element max
+//     P     = exp(S - mNew)                 per-element op with mNew as a matrix operand
+//     alpha = exp(m - mNew)
+//     l     = l * alpha + rowsum(P)         coopMatReduceEXT(Row)
+//     O     = O * alpha + P · V             per-element rescale, Acc -> A conversion, coopMatMulAdd
+//   O /= l;  lse = m + log(l) written per row through coopMatGetCoordinateEXT
+//
+// m, l, alpha and the row reductions are 8x8 accumulators in which every element of
+// row r holds row r's value, so they combine element-wise with S and O.
+//
+// Defines: HEAD_DIM (multiple of 8).
+//   K_TRANSPOSE  load each K tile as it lies in memory (an accumulator) and turn it
+//                into K^T with coopMatTransposeEXT instead of a column-major load.
+//   NV_NATIVE    the same algorithm spelled with GL_NV_cooperative_matrix2 (the
+//                driver's own operations); NV has no GetCoordinate, so the row
+//                statistics go out through shared memory.
+//
+// Bindings (all [batch][head][seq][HEAD_DIM] row-major): 0 Q, 1 K, 2 V (f16),
+// 3 O (f32), 4 lse (f32, [batch][head][seq]).
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+#extension GL_EXT_control_flow_attributes : require
+#ifdef NV_NATIVE
+#extension GL_NV_cooperative_matrix2 : require
+#define coopMatReduceEXT coopMatReduceNV
+#define coopMatPerElementEXT coopMatPerElementNV
+#define gl_CooperativeMatrixReduceRowEXT gl_CooperativeMatrixReduceRowNV
+#else
+#extension GL_EXT_cooperative_matrix_maintenance1 : require
+#endif
+
+layout(local_size_x = 8) in;  // one subgroup (lavapipe's subgroup size is 8)
+
+const uint T = 8;                  // tile edge: Br = Bc = 8
+const uint DT = HEAD_DIM / T;      // 8-wide tiles along the head dimension
+const float kMinusInf = -1.0e30;   // finite, so exp(kMinusInf - m) is a clean 0
+
+#define Acc coopmat<float, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>
+#define TileA coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseA>
+#define TileB coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseB>
+
+layout(set = 0, binding = 0) readonly buffer Qbuf { float16_t q[]; };
+layout(set = 0, binding = 1) readonly buffer Kbuf { float16_t k[]; };
+layout(set = 0, binding = 2) readonly buffer Vbuf { float16_t v[]; };
+layout(set = 0, binding = 3) writeonly buffer Obuf { float o[]; };
+layout(set = 0, binding = 4) writeonly buffer Lbuf { float lse[]; };
+layout(push_constant) uniform Push {
+  uint seqLen;
+  uint causal;
+  float scale;
+} pc;
+
+// Element functions: (row, col) inside the 8x8 tile, the element, extra operands.
+float ScaleAndMask(const in uint32_t row, const in uint32_t col, const in float s, const in float scale,
+                   const in uint32_t diagonal) {
+  return (diagonal != 0 && col > row) ? kMinusInf : s * scale;
+}
+float Max(const in uint32_t row, const in uint32_t col, const in float a, const in float b) { return max(a, b); }
+float ExpMinus(const in uint32_t row, const in uint32_t col, const in float x, const in float m) { return exp(x - m); }
+float Mul(const in uint32_t row, const in uint32_t col, const in float x, const in float f) { return x * f; }
+float Div(const in uint32_t row, const in uint32_t col, const in float x, const in float f) { return x / f; }
+float MulAdd(const in uint32_t row, const in uint32_t col, const in float x, const in float f, const in float add) {
+  return x * f + add;
+}
+float LogSumExp(const in uint32_t row, const in uint32_t col, const in float m, const in float l) { return m + log(l); }
+// Combine functions of the reductions.
+float MaxOf(const in float a, const in float b) { return max(a, b); }
+float SumOf(const in float a, const in float b) { return a + b; }
+
+#ifdef NV_NATIVE
+shared float rowStats[T * T];
+#endif
+
+void main() {
+  const uint qBlock = gl_WorkGroupID.x;
+  const uint head = gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z;  // batch-major
+  const uint base = head * pc.seqLen * HEAD_DIM;  // element offset of this head's Q/K/V/O
+  const uint q0 = qBlock * T;
+
+  TileA qTile[DT];
+  Acc oTile[DT];
+  [[unroll]] for (uint d = 0; d < DT; ++d) {
+    coopMatLoad(qTile[d], q, base + q0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+    oTile[d] = Acc(0.0);
+  }
+  Acc m = Acc(kMinusInf);  // running row max
+  Acc l = Acc(0.0);        // running row sum of exp(S - m)
+
+  const uint blocks = pc.causal != 0 ? qBlock + 1 : pc.seqLen / T;
+  for (uint kb = 0; kb < blocks; ++kb) {
+    const uint c0 = kb * T;
+    // S = Q · K^T
+    Acc s = Acc(0.0);
+    [[unroll]] for (uint d = 0; d < DT; ++d) {
+      TileB kT;
+#ifdef K_TRANSPOSE
+      coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> kTile;
+      coopMatLoad(kTile, k, base + c0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatTransposeEXT(kT, kTile);
+#else
+      coopMatLoad(kT, k, base + c0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutColumnMajor);
+#endif
+      s = coopMatMulAdd(qTile[d], kT, s);
+    }
+    coopMatPerElementEXT(s, s, ScaleAndMask, pc.scale, uint32_t(pc.causal != 0 && kb == qBlock ? 1 : 0));
+
+    // Online softmax.
+    Acc blockMax, mNew, p, alpha, rowSum;
+    coopMatReduceEXT(blockMax, s, gl_CooperativeMatrixReduceRowEXT, MaxOf);
+    coopMatPerElementEXT(mNew, m, Max, blockMax);
+    coopMatPerElementEXT(p, s, ExpMinus, mNew);
+    coopMatPerElementEXT(alpha, m, ExpMinus, mNew);
+    coopMatReduceEXT(rowSum, p, gl_CooperativeMatrixReduceRowEXT, SumOf);
+    coopMatPerElementEXT(l, l, MulAdd, alpha, rowSum);
+    m = mNew;
+
+    // O = O * alpha + P · V
+    const TileA pA = TileA(p);
+    [[unroll]] for (uint d = 0; d < DT; ++d) {
+      TileB vTile;
+      coopMatLoad(vTile, v, base + c0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatPerElementEXT(oTile[d], oTile[d], Mul, alpha);
+      oTile[d] = coopMatMulAdd(pA, vTile, oTile[d]);
+    }
+  }
+
+  [[unroll]] for (uint d = 0; d < DT; ++d) {
+    coopMatPerElementEXT(oTile[d], oTile[d], Div, l);
+    coopMatStore(oTile[d], o, base + q0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+  }
+
+  // Row statistics: every row of `stats` holds m + log(l); write column 0 of each row.
+  Acc stats;
+  coopMatPerElementEXT(stats, m, LogSumExp, l);
+  const uint statBase = head * pc.seqLen + q0;
+#ifdef NV_NATIVE
+  coopMatStore(stats, rowStats, 0, T, gl_CooperativeMatrixLayoutRowMajor);
+  barrier();
+  const uint r = gl_LocalInvocationID.x;
+  lse[statBase + r] = rowStats[r * T];
+#else
+  for (uint i = 0; i < stats.length(); ++i) {
+    const uvec2 rc = coopMatGetCoordinateEXT(stats, i);
+    if (rc.y == 0) lse[statBase + rc.x] = stats[i];
+  }
+#endif
+}
