@@ -1,0 +1,179 @@
+// Built-in expected layouts per driver family. Each one is the published
+// formula (docs: layouts.md, lavapipe.md, seed 004) enumerated over every slot
+// and fitted, so a formula that is not linear or not a full cover fails here
+// instead of being typed in as a basis that might not match it.
+#include "coopmat/layout.h"
+
+namespace coopmat {
+namespace {
+
+struct Formula {
+  uint32_t length = 0;
+  Coord (*at)(const LayoutKey& key, uint32_t lane, uint32_t index) = nullptr;
+};
+
+bool IsPow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// lavapipe.md section 3: 8x8 tiles in row-major tile order, t = e >> 3. Each lane
+// holds one column of every A/Accumulator tile and one row of every B tile.
+std::optional<Formula> LavapipeFormula(const LayoutKey& k) {
+  if (k.subgroupSize != 8 || k.rows % 8 || k.cols % 8 || k.rows > 1024 || k.cols > 1024) return std::nullopt;
+  if (!IsPow2(k.rows / 8) || !IsPow2(k.cols / 8)) return std::nullopt;  // 24x16 exists but is not linear
+  const uint32_t length = k.rows * k.cols / 8;
+  if (k.use == kUseB)
+    return Formula{length, [](const LayoutKey& key, uint32_t L, uint32_t e) {
+                     uint32_t t = e >> 3, tilesPerRow = key.cols / 8;
+                     return Coord{8 * (t / tilesPerRow) + L, 8 * (t % tilesPerRow) + (e & 7)};
+                   }};
+  return Formula{length, [](const LayoutKey& key, uint32_t L, uint32_t e) {
+                   uint32_t t = e >> 3, tilesPerRow = key.cols / 8;
+                   return Coord{8 * (t / tilesPerRow) + (e & 7), 8 * (t % tilesPerRow) + L};
+                 }};
+}
+
+// layouts.md section 3.1: A/B replicated in every 16-lane group, the
+// accumulator spread over the groups.
+std::optional<Formula> Gfx11Formula(const LayoutKey& k) {
+  if ((k.subgroupSize != 32 && k.subgroupSize != 64) || k.rows != 16 || k.cols != 16) return std::nullopt;
+  switch (k.use) {
+    case kUseA:
+      return Formula{16, [](const LayoutKey&, uint32_t L, uint32_t e) { return Coord{L & 15, e}; }};
+    case kUseB:
+      return Formula{16, [](const LayoutKey&, uint32_t L, uint32_t e) { return Coord{e, L & 15}; }};
+    default:
+      return Formula{256 / k.subgroupSize, [](const LayoutKey& key, uint32_t L, uint32_t e) {
+                       return Coord{(key.subgroupSize / 16) * e + (L >> 4), L & 15};
+                     }};
+  }
+}
+
+// layouts.md section 4.1: one "C layout" for all uses, base(L) a bit reversal of
+// the 16-lane group number.
+uint32_t Gfx12Base(uint32_t subgroupSize, uint32_t L) {
+  return subgroupSize == 32 ? 8 * (L >> 4) : 8 * ((L >> 4) & 1) + 4 * (L >> 5);
+}
+std::optional<Formula> Gfx12Formula(const LayoutKey& k) {
+  if ((k.subgroupSize != 32 && k.subgroupSize != 64) || k.rows != 16 || k.cols != 16) return std::nullopt;
+  const uint32_t length = 256 / k.subgroupSize;
+  if (k.use == kUseA)
+    return Formula{length, [](const LayoutKey& key, uint32_t L, uint32_t e) {
+                     return Coord{L & 15, Gfx12Base(key.subgroupSize, L) + e};
+                   }};
+  return Formula{length, [](const LayoutKey& key, uint32_t L, uint32_t e) {
+                   return Coord{Gfx12Base(key.subgroupSize, L) + e, L & 15};
+                 }};
+}
+
+// Seed 004 register -> element formulas (layouts.md section 5.2), with index =
+// accVGPR G (or f64 register pair k) and multi-block results stacked: row =
+// M * b + i. Accumulator only, wave64 only.
+std::optional<Formula> MfmaFormula(const LayoutKey& k) {
+  if (k.subgroupSize != 64 || k.use != kUseAccumulator) return std::nullopt;
+  const bool f64 = k.componentType == kTypeF64;
+  if (!f64 && k.componentType != kTypeF32 && k.componentType != kTypeS32) return std::nullopt;
+  using At = Coord (*)(const LayoutKey&, uint32_t, uint32_t);
+  // 32x32: i = (8 floor(G/4)) mod 32 + 4 floor(L/32) + G mod 4, j = L mod 32, b = floor(G/16).
+  At mfma32 = [](const LayoutKey&, uint32_t L, uint32_t G) {
+    return Coord{32 * (G / 16) + (8 * (G / 4)) % 32 + 4 * (L / 32) + G % 4, L % 32};
+  };
+  // 16x16: i = 4 floor(L/16) + G mod 4, j = L mod 16, b = floor(G/4).
+  At mfma16 = [](const LayoutKey&, uint32_t L, uint32_t G) { return Coord{16 * (G / 4) + 4 * (L / 16) + G % 4, L % 16}; };
+  // 4x4, 16 blocks: i = G, j = L mod 4, b = floor(L/4).
+  At mfma4 = [](const LayoutKey&, uint32_t L, uint32_t G) { return Coord{4 * (L / 4) + G, L % 4}; };
+  // f64 16x16: i = 4k + floor(L/16), j = L mod 16.
+  At f64x16 = [](const LayoutKey&, uint32_t L, uint32_t G) { return Coord{4 * G + L / 16, L % 16}; };
+  // f64 4x4, 4 blocks: i = floor(L/16), j = L mod 4, b = floor((L mod 16)/4).
+  At f64x4 = [](const LayoutKey&, uint32_t L, uint32_t) { return Coord{4 * ((L % 16) / 4) + L / 16, L % 4}; };
+  const struct {
+    bool f64;
+    uint32_t rows, cols, length;
+    At at;
+  } shapes[] = {
+      {false, 32, 32, 16, mfma32}, {false, 64, 32, 32, mfma32}, {false, 16, 16, 4, mfma16},
+      {false, 64, 16, 16, mfma16}, {false, 64, 4, 4, mfma4},    {true, 16, 16, 4, f64x16},
+      {true, 16, 4, 1, f64x4},
+  };
+  for (const auto& s : shapes)
+    if (s.f64 == f64 && s.rows == k.rows && s.cols == k.cols) return Formula{s.length, s.at};
+  return std::nullopt;
+}
+
+std::optional<Formula> FindFormula(DriverFamily family, const LayoutKey& key) {
+  switch (family) {
+    case DriverFamily::Lavapipe: return LavapipeFormula(key);
+    case DriverFamily::RadvGfx11: return Gfx11Formula(key);
+    case DriverFamily::RadvGfx12: return Gfx12Formula(key);
+    case DriverFamily::CdnaMfma: return MfmaFormula(key);
+  }
+  return std::nullopt;
+}
+
+struct Config {
+  uint32_t use;
+  std::vector<uint32_t> types;
+};
+
+}  // namespace
+
+const char* ToString(DriverFamily family) {
+  switch (family) {
+    case DriverFamily::Lavapipe: return "lavapipe";
+    case DriverFamily::RadvGfx11: return "radv-gfx11";
+    case DriverFamily::RadvGfx12: return "radv-gfx12";
+    case DriverFamily::CdnaMfma: return "cdna-mfma";
+  }
+  return "unknown";
+}
+
+std::optional<LinearLayout> BuiltinLayout(DriverFamily family, const LayoutKey& key) {
+  std::optional<Formula> formula = FindFormula(family, key);
+  if (!formula) return std::nullopt;
+  std::vector<Coord> observed;
+  observed.reserve(size_t{key.subgroupSize} * formula->length);
+  for (uint32_t lane = 0; lane < key.subgroupSize; ++lane)
+    for (uint32_t index = 0; index < formula->length; ++index) observed.push_back(formula->at(key, lane, index));
+  FitResult fit = FitLinearLayout(key, observed);
+  if (!fit.ok) return std::nullopt;  // a formula that does not fit is a bug; the tests catch it
+  return fit.layout;
+}
+
+std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupSize) {
+  std::vector<Config> configs;
+  std::vector<std::pair<uint32_t, uint32_t>> shapes;
+  const std::vector<uint32_t> gfx11Inputs = {kTypeF16, kTypeBF16, kTypeU8, kTypeS8};
+  const std::vector<uint32_t> amdAccumulators = {kTypeF16, kTypeF32, kTypeBF16, kTypeU32, kTypeS32};
+  switch (family) {
+    case DriverFamily::Lavapipe:
+      // The four advertised 8x8 configurations, and flexible shapes (granularity 8).
+      configs = {{kUseA, {kTypeF16, kTypeU8, kTypeS8}},
+                 {kUseB, {kTypeF16, kTypeU8, kTypeS8}},
+                 {kUseAccumulator, {kTypeF16, kTypeF32, kTypeU32, kTypeS32}}};
+      for (uint32_t rows : {8u, 16u, 32u})
+        for (uint32_t cols : {8u, 16u, 32u}) shapes.push_back({rows, cols});
+      break;
+    case DriverFamily::RadvGfx11:
+      configs = {{kUseA, gfx11Inputs}, {kUseB, gfx11Inputs}, {kUseAccumulator, amdAccumulators}};
+      shapes = {{16, 16}};
+      break;
+    case DriverFamily::RadvGfx12: {
+      std::vector<uint32_t> inputs = gfx11Inputs;
+      inputs.insert(inputs.end(), {kTypeE4M3, kTypeE5M2});
+      configs = {{kUseA, inputs}, {kUseB, inputs}, {kUseAccumulator, amdAccumulators}};
+      shapes = {{16, 16}};
+      break;
+    }
+    case DriverFamily::CdnaMfma:
+      configs = {{kUseAccumulator, {kTypeF32, kTypeS32, kTypeF64}}};
+      shapes = {{32, 32}, {64, 32}, {16, 16}, {64, 16}, {64, 4}, {16, 4}};
+      break;
+  }
+  std::vector<LinearLayout> layouts;
+  for (const Config& config : configs)
+    for (uint32_t type : config.types)
+      for (auto [rows, cols] : shapes)
+        if (auto layout = BuiltinLayout(family, LayoutKey{type, config.use, rows, cols, subgroupSize}))
+          layouts.push_back(std::move(*layout));
+  return layouts;
+}
+
+}  // namespace coopmat
