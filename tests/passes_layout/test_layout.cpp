@@ -1,0 +1,274 @@
+// Built-in layouts against the published formulas, typed in again here from
+// layouts.md, lavapipe.md and seed 004 (not taken from the model), and fitting.
+#include <coopmat/layout.h>
+
+#include <algorithm>
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+#include <map>
+#include <random>
+
+using namespace coopmat;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+constexpr DriverFamily kFamilies[] = {DriverFamily::Lavapipe, DriverFamily::RadvGfx11, DriverFamily::RadvGfx12,
+                                      DriverFamily::CdnaMfma};
+constexpr uint32_t kSubgroupSizes[] = {4, 8, 16, 32, 64, 128};
+
+struct Expectation {
+  uint32_t length = 0;
+  uint32_t replicas = 1;
+  Coord (*at)(const LayoutKey&, uint32_t L, uint32_t e) = nullptr;
+};
+
+// ---- lavapipe.md section 3 -------------------------------------------------------
+Coord LavapipeAOrAcc(const LayoutKey& k, uint32_t L, uint32_t e) {
+  uint32_t t = e >> 3, j = e & 7, tr = t / (k.cols / 8), tc = t % (k.cols / 8);
+  return {8 * tr + j, 8 * tc + L};
+}
+Coord LavapipeB(const LayoutKey& k, uint32_t L, uint32_t e) {
+  uint32_t t = e >> 3, j = e & 7, tr = t / (k.cols / 8), tc = t % (k.cols / 8);
+  return {8 * tr + L, 8 * tc + j};
+}
+
+// ---- layouts.md section 3 (GFX11) and 4.1 (GFX12), h = L & 15, g = L >> 4 -----------
+Coord Gfx11A(const LayoutKey&, uint32_t L, uint32_t e) { return {L & 15, e}; }
+Coord Gfx11B(const LayoutKey&, uint32_t L, uint32_t e) { return {e, L & 15}; }
+Coord Gfx11Acc(const LayoutKey& k, uint32_t L, uint32_t e) { return {(k.subgroupSize / 16) * e + (L >> 4), L & 15}; }
+// Section 0's form of base(L): 8g in wave32, {0, 8, 4, 12}[g] in wave64.
+uint32_t Gfx12Base(uint32_t S, uint32_t L) {
+  static const uint32_t wave64[] = {0, 8, 4, 12};
+  return S == 32 ? 8 * (L >> 4) : wave64[L >> 4];
+}
+Coord Gfx12A(const LayoutKey& k, uint32_t L, uint32_t e) { return {L & 15, Gfx12Base(k.subgroupSize, L) + e}; }
+Coord Gfx12BOrAcc(const LayoutKey& k, uint32_t L, uint32_t e) { return {Gfx12Base(k.subgroupSize, L) + e, L & 15}; }
+
+// ---- seed 004, register -> element; blocks stacked as row = M*b + i ----------------
+Coord Mfma32x32(const LayoutKey&, uint32_t L, uint32_t G) {
+  uint32_t i = (8 * (G / 4)) % 32 + 4 * (L / 32) + G % 4, j = L % 32, b = G / 16;
+  return {32 * b + i, j};
+}
+Coord Mfma16x16(const LayoutKey&, uint32_t L, uint32_t G) {
+  uint32_t i = 4 * (L / 16) + G % 4, j = L % 16, b = G / 4;
+  return {16 * b + i, j};
+}
+Coord Mfma4x4(const LayoutKey&, uint32_t L, uint32_t G) {
+  uint32_t i = G % 4, j = L % 4, b = L / 4;
+  return {4 * b + i, j};
+}
+Coord MfmaF64x16(const LayoutKey&, uint32_t L, uint32_t k) { return {4 * k + L / 16, L % 16}; }
+Coord MfmaF64x4(const LayoutKey&, uint32_t L, uint32_t) {
+  uint32_t i = L / 16, j = L % 4, b = (L % 16) / 4;
+  return {4 * b + i, j};
+}
+
+Expectation Expected(DriverFamily family, const LayoutKey& k) {
+  const uint32_t S = k.subgroupSize;
+  switch (family) {
+    case DriverFamily::Lavapipe:
+      return {k.rows * k.cols / 8, 1, k.use == kUseB ? LavapipeB : LavapipeAOrAcc};
+    case DriverFamily::RadvGfx11:
+      if (k.use == kUseA) return {16, S / 16, Gfx11A};
+      if (k.use == kUseB) return {16, S / 16, Gfx11B};
+      return {256 / S, 1, Gfx11Acc};
+    case DriverFamily::RadvGfx12:
+      return {256 / S, 1, k.use == kUseA ? Gfx12A : Gfx12BOrAcc};
+    case DriverFamily::CdnaMfma:
+      if (k.componentType == kTypeF64) return k.cols == 16 ? Expectation{4, 1, MfmaF64x16} : Expectation{1, 1, MfmaF64x4};
+      if (k.cols == 32) return {k.rows * 32 / 64, 1, Mfma32x32};
+      if (k.cols == 16) return {k.rows * 16 / 64, 1, Mfma16x16};
+      return {4, 1, Mfma4x4};
+  }
+  return {};
+}
+
+std::vector<Coord> Enumerate(const LayoutKey& key, uint32_t length, Coord (*at)(const LayoutKey&, uint32_t, uint32_t)) {
+  std::vector<Coord> observed;
+  for (uint32_t L = 0; L < key.subgroupSize; ++L)
+    for (uint32_t e = 0; e < length; ++e) observed.push_back(at(key, L, e));
+  return observed;
+}
+
+}  // namespace
+
+TEST_CASE("built-in layouts match the published formulas slot by slot", "[layout][builtin]") {
+  size_t total = 0;
+  for (DriverFamily family : kFamilies)
+    for (uint32_t S : kSubgroupSizes) {
+      for (const LinearLayout& l : BuiltinLayouts(family, S)) {
+        ++total;
+        INFO(ToString(family) << " " << ToString(l.key));
+        REQUIRE(ValidateLayout(l).empty());
+        Expectation want = Expected(family, l.key);
+        REQUIRE(l.length == want.length);
+        CHECK(l.Replicas() == want.replicas);
+        std::map<std::pair<uint32_t, uint32_t>, uint32_t> held;
+        bool allMatch = true;
+        for (uint32_t L = 0; L < S; ++L)
+          for (uint32_t e = 0; e < l.length; ++e) {
+            Coord got = l.CoordinateOf(L, e), expected = want.at(l.key, L, e);
+            if (!(got == expected)) {
+              UNSCOPED_INFO("lane " << L << " index " << e << ": got (" << got.row << ", " << got.col
+                                    << ") expected (" << expected.row << ", " << expected.col << ")");
+              allMatch = false;
+            }
+            ++held[{expected.row, expected.col}];
+          }
+        CHECK(allMatch);
+        // Full coverage with the expected replication, from the formula alone.
+        CHECK(held.size() == size_t{l.key.rows} * l.key.cols);
+        CHECK(std::all_of(held.begin(), held.end(), [&](const auto& h) { return h.second == want.replicas; }));
+      }
+    }
+  // lavapipe 90, GFX11 2 x 13, GFX12 2 x 17, MFMA 2 x 5 + 2.
+  CHECK(total == 90 + 26 + 34 + 12);
+}
+
+TEST_CASE("built-in lists cover only the subgroup sizes a family runs", "[layout][builtin]") {
+  CHECK(BuiltinLayouts(DriverFamily::Lavapipe, 8).size() == 90);
+  CHECK(BuiltinLayouts(DriverFamily::Lavapipe, 16).empty());
+  CHECK(BuiltinLayouts(DriverFamily::RadvGfx11, 8).empty());
+  CHECK(BuiltinLayouts(DriverFamily::RadvGfx11, 32).size() == 13);
+  CHECK(BuiltinLayouts(DriverFamily::RadvGfx12, 64).size() == 17);
+  CHECK(BuiltinLayouts(DriverFamily::CdnaMfma, 32).empty());
+  // Lookups by key: type-independent where the driver is, shapes it cannot hold rejected.
+  CHECK(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeU16, kUseAccumulator, 16, 16, 32}).has_value());
+  CHECK_FALSE(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeF16, kUseA, 16, 32, 32}).has_value());
+  CHECK_FALSE(BuiltinLayout(DriverFamily::Lavapipe, {kTypeF16, kUseA, 24, 16, 8}).has_value());  // not linear
+  CHECK(BuiltinLayout(DriverFamily::Lavapipe, {kTypeF16, kUseB, 64, 128, 8}).has_value());
+  CHECK_FALSE(BuiltinLayout(DriverFamily::CdnaMfma, {kTypeF32, kUseA, 16, 16, 64}).has_value());
+  CHECK_FALSE(BuiltinLayout(DriverFamily::CdnaMfma, {kTypeF64, kUseAccumulator, 32, 32, 64}).has_value());
+}
+
+TEST_CASE("MFMA accumulators follow the seed's element -> lane/accVGPR formulas", "[layout][builtin][mfma]") {
+  for (const LinearLayout& l : BuiltinLayouts(DriverFamily::CdnaMfma, 64)) {
+    INFO(ToString(l.key));
+    const bool f64 = l.key.componentType == kTypeF64;
+    const uint32_t M = l.key.cols;  // every tile is square: M = N = cols, blocks stacked in rows
+    bool allMatch = true;
+    for (uint32_t row = 0; row < l.key.rows; ++row)
+      for (uint32_t j = 0; j < l.key.cols; ++j) {
+        const uint32_t b = row / M, i = row % M;
+        Slot want;
+        if (f64 && M == 16) want = {16 * (i % 4) + j, i / 4};
+        else if (f64) want = {16 * i + 4 * b + j, 0};
+        else if (M == 32) want = {(32 * (i / 4)) % 64 + j, 16 * b + 4 * (i / 8) + i % 4};
+        else if (M == 16) want = {16 * (i / 4) + j, 4 * b + i % 4};
+        else want = {4 * b + j, i};
+        std::vector<Slot> owners = l.Owners(row, j);
+        if (owners.size() != 1 || !(owners[0] == want) || !(l.Owner(row, j) == want)) {
+          UNSCOPED_INFO("element (" << row << ", " << j << ") expected lane " << want.lane << " register "
+                                    << want.index);
+          allMatch = false;
+        }
+      }
+    CHECK(allMatch);
+  }
+  // layouts.md 5.4 item 2: register pair v[3:2] (pair 1) at lane 16 holds D[5][0].
+  auto f64 = BuiltinLayout(DriverFamily::CdnaMfma, {kTypeF64, kUseAccumulator, 16, 16, 64});
+  REQUIRE(f64);
+  CHECK(f64->CoordinateOf(16, 1) == Coord{5, 0});
+}
+
+TEST_CASE("fitted bases equal the table in layouts.md section 9", "[layout][builtin]") {
+  auto basis = [](DriverFamily family, LayoutKey key) {
+    auto l = BuiltinLayout(family, key);
+    REQUIRE(l);
+    std::string text = FormatLayout(*l);
+    return text.substr(text.find(" lane="));
+  };
+  // GFX11 accumulator w32: L0-3 -> c0-3, L4 -> r0, e0-2 -> r1-3.
+  CHECK(basis(DriverFamily::RadvGfx11, {kTypeF32, kUseAccumulator, 16, 16, 32}) == " lane=c0,c1,c2,c3,r0 index=r1,r2,r3");
+  // w64: L5 -> r1, e0-1 -> r2-3.
+  CHECK(basis(DriverFamily::RadvGfx11, {kTypeF32, kUseAccumulator, 16, 16, 64}) ==
+        " lane=c0,c1,c2,c3,r0,r1 index=r2,r3");
+  // GFX11 A: L0-3 -> r0-3, L4 (and L5) -> nothing, e0-3 -> c0-3.
+  CHECK(basis(DriverFamily::RadvGfx11, {kTypeF16, kUseA, 16, 16, 32}) == " lane=r0,r1,r2,r3,0 index=c0,c1,c2,c3");
+  CHECK(basis(DriverFamily::RadvGfx11, {kTypeF16, kUseA, 16, 16, 64}) == " lane=r0,r1,r2,r3,0,0 index=c0,c1,c2,c3");
+  // GFX12 accumulator/B w32: L4 -> r3, e0-2 -> r0-2; w64: L4 -> r3, L5 -> r2, e0-1 -> r0-1.
+  CHECK(basis(DriverFamily::RadvGfx12, {kTypeF32, kUseAccumulator, 16, 16, 32}) == " lane=c0,c1,c2,c3,r3 index=r0,r1,r2");
+  CHECK(basis(DriverFamily::RadvGfx12, {kTypeF16, kUseB, 16, 16, 64}) == " lane=c0,c1,c2,c3,r3,r2 index=r0,r1");
+  // MFMA 16x16 accumulator: L0-3 -> c0-3, L4-5 -> r2-3, e0-1 -> r0-1.
+  CHECK(basis(DriverFamily::CdnaMfma, {kTypeF32, kUseAccumulator, 16, 16, 64}) == " lane=c0,c1,c2,c3,r2,r3 index=r0,r1");
+  // lavapipe A/accumulator: L0-2 -> c0-2, e0-2 -> r0-2; 16x16 adds e3 -> c3, e4 -> r3.
+  CHECK(basis(DriverFamily::Lavapipe, {kTypeF16, kUseA, 8, 8, 8}) == " lane=c0,c1,c2 index=r0,r1,r2");
+  CHECK(basis(DriverFamily::Lavapipe, {kTypeF32, kUseAccumulator, 16, 16, 8}) == " lane=c0,c1,c2 index=r0,r1,r2,c3,r3");
+}
+
+TEST_CASE("fitting reproduces every built-in from its slots and from the test's formulas", "[layout][fit]") {
+  for (DriverFamily family : kFamilies)
+    for (uint32_t S : {8u, 32u, 64u})
+      for (const LinearLayout& l : BuiltinLayouts(family, S)) {
+        INFO(ToString(family) << " " << ToString(l.key));
+        std::vector<Coord> observed;
+        for (uint32_t L = 0; L < S; ++L)
+          for (uint32_t e = 0; e < l.length; ++e) observed.push_back(l.CoordinateOf(L, e));
+        FitResult fromSlots = FitLinearLayout(l.key, observed);
+        REQUIRE(fromSlots.ok);
+        CHECK(fromSlots.layout == l);
+        Expectation want = Expected(family, l.key);
+        FitResult fromFormula = FitLinearLayout(l.key, Enumerate(l.key, want.length, want.at));
+        REQUIRE(fromFormula.ok);
+        CHECK(fromFormula.layout == l);
+      }
+}
+
+TEST_CASE("fitting rejects what is not a linear layout, with a reason", "[layout][fit][malformed]") {
+  const LayoutKey lvp{kTypeF32, kUseAccumulator, 8, 8, 8};
+  const std::vector<Coord> good = Enumerate(lvp, 8, LavapipeAOrAcc);
+  REQUIRE(FitLinearLayout(lvp, good).ok);
+
+  SECTION("a random permutation of the elements") {
+    std::vector<Coord> shuffled = good;
+    std::mt19937 rng(1234);
+    std::shuffle(shuffled.begin() + 1, shuffled.end(), rng);  // keep (0, 0) at slot 0
+    FitResult r = FitLinearLayout(lvp, shuffled);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, ContainsSubstring("not linear") && ContainsSubstring("fitted"));
+  }
+  SECTION("an affine map (the whole layout shifted by one row)") {
+    std::vector<Coord> shifted = good;
+    for (Coord& c : shifted) c.row ^= 1;
+    FitResult r = FitLinearLayout(lvp, shifted);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, ContainsSubstring("lane 0 index 0 holds (1, 0)"));
+  }
+  SECTION("inconsistent replication") {
+    const LayoutKey a{kTypeF16, kUseA, 16, 16, 32};
+    std::vector<Coord> observed = Enumerate(a, 16, Gfx11A);
+    REQUIRE(FitLinearLayout(a, observed).ok);
+    observed[16 * 16 + 3] = {0, 4};  // lane 16 index 3: one replica of (0, 3) now holds (0, 4)
+    FitResult r = FitLinearLayout(a, observed);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, ContainsSubstring("element (0, 3) is held by 1 slots, expected 2"));
+  }
+  SECTION("a coordinate outside the matrix") {
+    std::vector<Coord> observed = good;
+    observed[5 * 8 + 2] = {8, 0};
+    FitResult r = FitLinearLayout(lvp, observed);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, ContainsSubstring("lane 5 index 2 holds (8, 0), outside the 8x8 matrix"));
+  }
+  SECTION("slots that cannot cover the matrix evenly") {
+    std::vector<Coord> observed(8 * 3);  // length 3
+    FitResult r = FitLinearLayout(lvp, observed);
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, ContainsSubstring("not a multiple of the 64 elements"));
+    r = FitLinearLayout(lvp, std::vector<Coord>(7));
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, ContainsSubstring("not a nonzero multiple of the subgroup size"));
+    CHECK_FALSE(FitLinearLayout(lvp, {}).ok);
+  }
+  SECTION("a full cover that is not a power of two (lavapipe 24x16)") {
+    const LayoutKey tall{kTypeF32, kUseAccumulator, 24, 16, 8};
+    FitResult r = FitLinearLayout(tall, Enumerate(tall, 24 * 16 / 8, LavapipeAOrAcc));
+    CHECK_FALSE(r.ok);
+    CHECK_THAT(r.error, ContainsSubstring("not linear: rows 24 is not a power of two"));
+  }
+  SECTION("the key itself") {
+    CHECK_THAT(FitLinearLayout({kTypeF32, 3, 8, 8, 8}, good).error, ContainsSubstring("use 3"));
+    CHECK_THAT(FitLinearLayout({kTypeF32, kUseA, 8, 8, 0}, good).error, ContainsSubstring("nonzero"));
+  }
+}
