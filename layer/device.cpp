@@ -2,10 +2,12 @@
 // of the create info, check the requested features, remember what was enabled.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "entry_points.h"
+#include "layout_probe.h"
 #include "layer_names.h"
 #include "messages.h"
 #include "pnext_chain.h"
@@ -49,6 +51,33 @@ const char* UnsupportedFeature(const Settings& settings,
     return "cooperativeMatrixPerElementOperations";
   if (requested.cooperativeMatrixGetCoordinate && !supported.cooperativeMatrixGetCoordinate) return "cooperativeMatrixGetCoordinate";
   return nullptr;
+}
+
+PFN_vkSetDeviceLoaderData FindLoaderDataCallback(const VkDeviceCreateInfo* info) {
+  for (auto* s = static_cast<const VkBaseInStructure*>(info->pNext); s; s = s->pNext) {
+    if (s->sType != VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO) continue;
+    auto* link = reinterpret_cast<const VkLayerDeviceCreateInfo*>(s);
+    if (link->function == VK_LOADER_DATA_CALLBACK) return link->u.pfnSetDeviceLoaderData;
+  }
+  return nullptr;
+}
+
+// The first queue family the app asked for that can run compute, if any.
+std::optional<uint32_t> ComputeQueueFamily(const InstanceData& instance, VkPhysicalDevice physicalDevice,
+                                           const VkDeviceCreateInfo* info) {
+  auto getFamilies = reinterpret_cast<PFN_vkGetPhysicalDeviceQueueFamilyProperties>(
+      instance.dispatch.GetInstanceProcAddr(instance.instance, "vkGetPhysicalDeviceQueueFamilyProperties"));
+  uint32_t count = 0;
+  getFamilies(physicalDevice, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  getFamilies(physicalDevice, &count, families.data());
+  for (uint32_t i = 0; i < info->queueCreateInfoCount; ++i) {
+    const VkDeviceQueueCreateInfo& q = info->pQueueCreateInfos[i];
+    if (q.flags == 0 && q.queueCount > 0 && q.queueFamilyIndex < count &&
+        (families[q.queueFamilyIndex].queueFlags & VK_QUEUE_COMPUTE_BIT))
+      return q.queueFamilyIndex;
+  }
+  return std::nullopt;
 }
 
 template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
@@ -118,8 +147,24 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   Load(*data, d.CreateShadersEXT, "vkCreateShadersEXT");
   const uint32_t apiVersion = std::min(instance->apiVersion, data->physicalDevice.apiVersion);
   data->vulkanMinor = VK_API_VERSION_MINOR(apiVersion);
-  if (data->emulating)
+  if (data->emulating) {
     Log(instance, LogLevel::Info, "emulating VK_EXT_cooperative_matrix_maintenance1 on this device");
+    // The probe uses the app's queue before vkCreateDevice returns: nobody else can be
+    // using it yet, and it is idle again when the app first sees it.
+    const std::optional<uint32_t> family = ComputeQueueFamily(*instance, physicalDevice, pCreateInfo);
+    if (instance->settings.layoutProbe && family) {
+      ProbeContext probe;
+      probe.device = *pDevice;
+      probe.physicalDevice = physicalDevice;
+      probe.queueFamily = *family;
+      probe.getDeviceProcAddr = nextGetDeviceProcAddr;
+      probe.setDeviceLoaderData = FindLoaderDataCallback(pCreateInfo);
+      auto getQueue = reinterpret_cast<PFN_vkGetDeviceQueue>(nextGetDeviceProcAddr(*pDevice, "vkGetDeviceQueue"));
+      getQueue(*pDevice, *family, 0, &probe.queue);
+      if (probe.queue && (!probe.setDeviceLoaderData || probe.setDeviceLoaderData(*pDevice, probe.queue) == VK_SUCCESS))
+        data->layouts = DiscoverLayouts(*data, probe);
+    }
+  }
   Devices().Insert(KeyOf(*pDevice), std::move(data));
   return VK_SUCCESS;
 }

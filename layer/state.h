@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "coopmat/layout.h"
 #include "settings.h"
 
 namespace coopmat::layer {
@@ -78,6 +79,7 @@ struct DeviceData {
   VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT enabledFeatures{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT};
   uint32_t vulkanMinor = 0;  // the environment rewritten modules are validated against
+  std::vector<LinearLayout> layouts;  // discovered register layouts (empty: portable path only)
 };
 
 // A thread-safe map from dispatch key to owned state.

@@ -12,10 +12,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "coopmat/layout.h"
 #include "coopmat/lower.h"
 #include "vk_context.h"
 
@@ -175,6 +177,8 @@ bool DeclaresCapability(const std::vector<uint32_t>& words, uint32_t capability)
   }
   return false;
 }
+
+std::vector<std::filesystem::path> CacheFiles(const std::filesystem::path& dir);
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("coopmat-test-" + std::to_string(getpid()) + "-" + name)).string();
@@ -579,6 +583,10 @@ TEST_CASE("shader modules are created concurrently from 8 threads", "[layer][thr
 
 TEST_CASE("validation above and below the layer sees nothing wrong", "[layer][validation]") {
   for (Validation where : {Validation::AboveLayer, Validation::BelowLayer}) {
+    // A fresh cache, so the layout probe runs under validation too.
+    const std::filesystem::path cache = TempPath("cache-validation");
+    std::filesystem::remove_all(cache);
+    ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
     Instance instance(InstanceOptions{.validation = where});
     REQUIRE(instance.ok());
     (void)QueryFeatures(instance);
@@ -599,5 +607,101 @@ TEST_CASE("validation above and below the layer sees nothing wrong", "[layer][va
     INFO((where == Validation::AboveLayer ? "validation above: " : "validation below: ")
          << (problems.empty() ? std::string() : problems.front()));
     CHECK(problems.empty());
+    CHECK(CacheFiles(cache).size() == 1);  // the probe did run
+    std::filesystem::remove_all(cache);
   }
+}
+
+namespace {
+
+// lavapipe's measured layout (lavapipe.md §3), typed in independently of the layer:
+// 8x8, subgroup 8: A and Accumulator hold (row, col) = (index, lane); B holds (lane, index).
+coopmat::Coord LavapipeCoordinate(uint32_t use, uint32_t lane, uint32_t index) {
+  return use == coopmat::kUseB ? coopmat::Coord{lane, index} : coopmat::Coord{index, lane};
+}
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::filesystem::path> CacheFiles(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "coopmat-maintenance1", ec))
+    files.push_back(entry.path());
+  return files;
+}
+
+bool IsLavapipe(const Instance& instance) {
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &driver};
+  vkGetPhysicalDeviceProperties2(instance.physicalDevice(), &properties);
+  return driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE;
+}
+
+}  // namespace
+
+TEST_CASE("the layout probe finds every KHR type's layout and caches it", "[layer][probe]") {
+  const std::filesystem::path cache = TempPath("cache");
+  std::filesystem::remove_all(cache);
+  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
+  Instance instance;
+  REQUIRE(IsLavapipe(instance));
+  {
+    Device device(instance);
+    REQUIRE(device.ok());
+  }
+  const auto files = CacheFiles(cache);
+  REQUIRE(files.size() == 1);
+  const coopmat::ParseResult parsed = coopmat::ParseLayouts(ReadFile(files[0]));
+  REQUIRE(parsed.ok);
+
+  // One layout per distinct (type, use) of the KHR list: A, B, C and Result types.
+  std::vector<std::pair<uint32_t, uint32_t>> expected;
+  for (const auto& p : KhrProperties(instance)) {
+    for (auto typeUse : {std::pair<uint32_t, uint32_t>{p.AType, coopmat::kUseA}, {p.BType, coopmat::kUseB},
+                         {p.CType, coopmat::kUseAccumulator}, {p.ResultType, coopmat::kUseAccumulator}}) {
+      if (std::find(expected.begin(), expected.end(), typeUse) == expected.end()) expected.push_back(typeUse);
+    }
+  }
+  CHECK(parsed.layouts.size() == expected.size());
+  for (const coopmat::LinearLayout& layout : parsed.layouts) {
+    INFO(coopmat::FormatLayout(layout));
+    CHECK(layout.key.rows == 8);
+    CHECK(layout.key.cols == 8);
+    CHECK(layout.key.subgroupSize == 8);
+    for (uint32_t lane = 0; lane < 8; ++lane) {
+      for (uint32_t index = 0; index < layout.length; ++index)
+        CHECK(layout.CoordinateOf(lane, index) == LavapipeCoordinate(layout.key.use, lane, index));
+    }
+  }
+
+  SECTION("a second device reads the cache instead of probing") {
+    ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
+    Instance again;
+    Device device(again);
+    REQUIRE(device.ok());
+    CHECK(AnyMessageContains(again, "from " + files[0].string()));
+  }
+  SECTION("a damaged cache file is ignored and written anew") {
+    std::ofstream(files[0], std::ios::trunc) << "# coopmat-maintenance1 layouts v1\nlayout type=f16 garbage\n";
+    Device device(instance);
+    REQUIRE(device.ok());
+    CHECK(coopmat::ParseLayouts(ReadFile(files[0])).layouts.size() == expected.size());
+  }
+  std::filesystem::remove_all(cache);
+}
+
+TEST_CASE("layout_probe=false leaves the driver alone at device creation", "[layer][probe][settings]") {
+  const std::filesystem::path cache = TempPath("cache-off");
+  std::filesystem::remove_all(cache);
+  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
+  ScopedEnv off("VK_COOPMAT_MAINTENANCE1_LAYOUT_PROBE", "false");
+  Instance instance;
+  Device device(instance);
+  REQUIRE(device.ok());
+  CHECK(CacheFiles(cache).empty());
 }

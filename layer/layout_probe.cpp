@@ -1,0 +1,468 @@
+#include "layout_probe.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <span>
+#include <sstream>
+
+#include "layout_probe_shaders.h"  // generated: kProbe<Type>[] SPIR-V words
+#include "messages.h"
+#include "state.h"
+
+namespace coopmat::layer {
+namespace {
+
+// Bump when the probe or the cache format changes: old cache files are then ignored.
+constexpr const char* kCacheFormat = "coopmat-maintenance1 layouts v1";
+
+struct ProbeShader {
+  uint32_t componentType;
+  std::span<const uint32_t> words;
+  uint32_t bytes;          // element size in the code buffers
+  uint32_t largestCode;    // largest coordinate the type holds exactly
+};
+
+const ProbeShader* ShaderFor(uint32_t componentType) {
+  static const ProbeShader kShaders[] = {
+      {kTypeF16, kProbeF16, 2, 2048},  {kTypeF32, kProbeF32, 4, 1u << 24}, {kTypeU8, kProbeU8, 1, 255},
+      {kTypeS8, kProbeS8, 1, 127},     {kTypeU32, kProbeU32, 4, ~0u},      {kTypeS32, kProbeS32, 4, 0x7fffffffu},
+  };
+  for (const ProbeShader& s : kShaders) {
+    if (s.componentType == componentType) return &s;
+  }
+  return nullptr;
+}
+
+// Host encoding of a small non-negative integer in the component type.
+void EncodeCode(uint32_t componentType, uint32_t value, std::byte* out) {
+  switch (componentType) {
+    case kTypeF16: {
+      // Exact for value <= 2048: binary16 with a 10-bit mantissa.
+      uint16_t half = 0;
+      if (value != 0) {
+        const int exponent = static_cast<int>(std::floor(std::log2(static_cast<double>(value))));
+        const uint32_t mantissa = ((value << 10) >> exponent) & 0x3ff;
+        half = static_cast<uint16_t>(((exponent + 15) << 10) | mantissa);
+      }
+      std::memcpy(out, &half, 2);
+      break;
+    }
+    case kTypeF32: {
+      const float f = static_cast<float>(value);
+      std::memcpy(out, &f, 4);
+      break;
+    }
+    case kTypeU8:
+    case kTypeS8: {
+      const uint8_t b = static_cast<uint8_t>(value);
+      std::memcpy(out, &b, 1);
+      break;
+    }
+    default:
+      std::memcpy(out, &value, 4);
+  }
+}
+
+// Device functions the probe needs, from the next layer down.
+struct Functions {
+#define COOPMAT_PROBE_FN(name) PFN_vk##name name = nullptr;
+  COOPMAT_PROBE_FN(CreateBuffer) COOPMAT_PROBE_FN(DestroyBuffer) COOPMAT_PROBE_FN(GetBufferMemoryRequirements)
+  COOPMAT_PROBE_FN(AllocateMemory) COOPMAT_PROBE_FN(FreeMemory) COOPMAT_PROBE_FN(BindBufferMemory)
+  COOPMAT_PROBE_FN(MapMemory) COOPMAT_PROBE_FN(CreateShaderModule) COOPMAT_PROBE_FN(DestroyShaderModule)
+  COOPMAT_PROBE_FN(CreateDescriptorSetLayout) COOPMAT_PROBE_FN(DestroyDescriptorSetLayout)
+  COOPMAT_PROBE_FN(CreatePipelineLayout) COOPMAT_PROBE_FN(DestroyPipelineLayout)
+  COOPMAT_PROBE_FN(CreateComputePipelines) COOPMAT_PROBE_FN(DestroyPipeline)
+  COOPMAT_PROBE_FN(CreateDescriptorPool) COOPMAT_PROBE_FN(DestroyDescriptorPool)
+  COOPMAT_PROBE_FN(AllocateDescriptorSets) COOPMAT_PROBE_FN(UpdateDescriptorSets)
+  COOPMAT_PROBE_FN(CreateCommandPool) COOPMAT_PROBE_FN(DestroyCommandPool)
+  COOPMAT_PROBE_FN(AllocateCommandBuffers) COOPMAT_PROBE_FN(BeginCommandBuffer) COOPMAT_PROBE_FN(EndCommandBuffer)
+  COOPMAT_PROBE_FN(CmdBindPipeline) COOPMAT_PROBE_FN(CmdBindDescriptorSets) COOPMAT_PROBE_FN(CmdDispatch)
+  COOPMAT_PROBE_FN(CreateFence) COOPMAT_PROBE_FN(DestroyFence) COOPMAT_PROBE_FN(WaitForFences)
+  COOPMAT_PROBE_FN(QueueSubmit)
+#undef COOPMAT_PROBE_FN
+
+  bool Load(VkDevice device, PFN_vkGetDeviceProcAddr gdpa) {
+    bool ok = true;
+    auto load = [&](auto& slot, const char* name) {
+      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(gdpa(device, name));
+      ok &= slot != nullptr;
+    };
+#define COOPMAT_PROBE_LOAD(name) load(name, "vk" #name);
+    COOPMAT_PROBE_LOAD(CreateBuffer) COOPMAT_PROBE_LOAD(DestroyBuffer) COOPMAT_PROBE_LOAD(GetBufferMemoryRequirements)
+    COOPMAT_PROBE_LOAD(AllocateMemory) COOPMAT_PROBE_LOAD(FreeMemory) COOPMAT_PROBE_LOAD(BindBufferMemory)
+    COOPMAT_PROBE_LOAD(MapMemory) COOPMAT_PROBE_LOAD(CreateShaderModule) COOPMAT_PROBE_LOAD(DestroyShaderModule)
+    COOPMAT_PROBE_LOAD(CreateDescriptorSetLayout) COOPMAT_PROBE_LOAD(DestroyDescriptorSetLayout)
+    COOPMAT_PROBE_LOAD(CreatePipelineLayout) COOPMAT_PROBE_LOAD(DestroyPipelineLayout)
+    COOPMAT_PROBE_LOAD(CreateComputePipelines) COOPMAT_PROBE_LOAD(DestroyPipeline)
+    COOPMAT_PROBE_LOAD(CreateDescriptorPool) COOPMAT_PROBE_LOAD(DestroyDescriptorPool)
+    COOPMAT_PROBE_LOAD(AllocateDescriptorSets) COOPMAT_PROBE_LOAD(UpdateDescriptorSets)
+    COOPMAT_PROBE_LOAD(CreateCommandPool) COOPMAT_PROBE_LOAD(DestroyCommandPool)
+    COOPMAT_PROBE_LOAD(AllocateCommandBuffers) COOPMAT_PROBE_LOAD(BeginCommandBuffer)
+    COOPMAT_PROBE_LOAD(EndCommandBuffer) COOPMAT_PROBE_LOAD(CmdBindPipeline) COOPMAT_PROBE_LOAD(CmdBindDescriptorSets)
+    COOPMAT_PROBE_LOAD(CmdDispatch) COOPMAT_PROBE_LOAD(CreateFence) COOPMAT_PROBE_LOAD(DestroyFence)
+    COOPMAT_PROBE_LOAD(WaitForFences) COOPMAT_PROBE_LOAD(QueueSubmit)
+#undef COOPMAT_PROBE_LOAD
+    return ok;
+  }
+};
+
+// One probe dispatch with everything it creates; the destructor frees it all.
+class ProbeRun {
+ public:
+  ProbeRun(const ProbeContext& context, const Functions& vk, const InstanceData& instance)
+      : context_(context), vk_(vk), instance_(instance) {}
+  ~ProbeRun() {
+    VkDevice d = context_.device;
+    if (fence_) vk_.DestroyFence(d, fence_, nullptr);
+    if (commandPool_) vk_.DestroyCommandPool(d, commandPool_, nullptr);
+    if (descriptorPool_) vk_.DestroyDescriptorPool(d, descriptorPool_, nullptr);
+    if (pipeline_) vk_.DestroyPipeline(d, pipeline_, nullptr);
+    if (pipelineLayout_) vk_.DestroyPipelineLayout(d, pipelineLayout_, nullptr);
+    if (setLayout_) vk_.DestroyDescriptorSetLayout(d, setLayout_, nullptr);
+    if (module_) vk_.DestroyShaderModule(d, module_, nullptr);
+    for (const Buffer& b : buffers_) {
+      vk_.DestroyBuffer(d, b.buffer, nullptr);
+      vk_.FreeMemory(d, b.memory, nullptr);
+    }
+  }
+
+  // Returns the observed (row, col) per slot, or an error message.
+  std::optional<std::vector<Coord>> Run(const LayoutKey& key, const ProbeShader& shader, std::string& error) {
+    const uint32_t elements = key.rows * key.cols;
+    // At most every invocation holds every element.
+    const uint32_t observedWords = 2 * key.subgroupSize * elements;
+    void* rowCodes = NewBuffer(elements * shader.bytes);
+    void* colCodes = NewBuffer(elements * shader.bytes);
+    auto* observed = static_cast<uint32_t*>(NewBuffer(observedWords * 4));
+    if (!rowCodes || !colCodes || !observed) return Fail(error, "cannot allocate host-visible buffers");
+    for (uint32_t r = 0; r < key.rows; ++r) {
+      for (uint32_t c = 0; c < key.cols; ++c) {
+        const size_t offset = static_cast<size_t>(r * key.cols + c) * shader.bytes;
+        EncodeCode(key.componentType, r, static_cast<std::byte*>(rowCodes) + offset);
+        EncodeCode(key.componentType, c, static_cast<std::byte*>(colCodes) + offset);
+      }
+    }
+    std::fill(observed, observed + observedWords, kUnwritten);
+    if (!BuildPipeline(key, shader)) return Fail(error, "cannot create the probe pipeline");
+    if (!Dispatch()) return Fail(error, "the probe dispatch failed or timed out");
+
+    uint32_t written = 0;
+    while (written < observedWords / 2 && observed[2 * written] != kUnwritten) ++written;
+    if (written == 0 || written % key.subgroupSize != 0)
+      return Fail(error, "the probe wrote " + std::to_string(written) + " slots, not a multiple of the subgroup size");
+    std::vector<Coord> coords(written);
+    for (uint32_t i = 0; i < written; ++i) coords[i] = {observed[2 * i], observed[2 * i + 1]};
+    return coords;
+  }
+
+ private:
+  static constexpr uint32_t kUnwritten = 0xffffffffu;
+  struct Buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+  };
+
+  std::optional<std::vector<Coord>> Fail(std::string& error, const std::string& why) {
+    error = why;
+    return std::nullopt;
+  }
+
+  void* NewBuffer(VkDeviceSize size) {
+    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    info.size = size;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    Buffer b{};
+    if (vk_.CreateBuffer(context_.device, &info, nullptr, &b.buffer) != VK_SUCCESS) return nullptr;
+    VkMemoryRequirements requirements;
+    vk_.GetBufferMemoryRequirements(context_.device, b.buffer, &requirements);
+    VkPhysicalDeviceMemoryProperties memory;
+    reinterpret_cast<PFN_vkGetPhysicalDeviceMemoryProperties>(instance_.dispatch.GetInstanceProcAddr(
+        instance_.instance, "vkGetPhysicalDeviceMemoryProperties"))(context_.physicalDevice, &memory);
+    const VkMemoryPropertyFlags wanted = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    uint32_t typeIndex = UINT32_MAX;
+    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
+      if ((requirements.memoryTypeBits & (1u << i)) && (memory.memoryTypes[i].propertyFlags & wanted) == wanted) {
+        typeIndex = i;
+        break;
+      }
+    }
+    VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    allocate.allocationSize = requirements.size;
+    allocate.memoryTypeIndex = typeIndex;
+    if (typeIndex == UINT32_MAX || vk_.AllocateMemory(context_.device, &allocate, nullptr, &b.memory) != VK_SUCCESS) {
+      vk_.DestroyBuffer(context_.device, b.buffer, nullptr);
+      return nullptr;
+    }
+    buffers_.push_back(b);
+    void* mapped = nullptr;
+    if (vk_.BindBufferMemory(context_.device, b.buffer, b.memory, 0) != VK_SUCCESS ||
+        vk_.MapMemory(context_.device, b.memory, 0, VK_WHOLE_SIZE, 0, &mapped) != VK_SUCCESS)
+      return nullptr;
+    return mapped;
+  }
+
+  bool BuildPipeline(const LayoutKey& key, const ProbeShader& shader) {
+    VkDevice d = context_.device;
+    VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    moduleInfo.codeSize = shader.words.size_bytes();
+    moduleInfo.pCode = shader.words.data();
+    if (vk_.CreateShaderModule(d, &moduleInfo, nullptr, &module_) != VK_SUCCESS) return false;
+
+    VkDescriptorSetLayoutBinding bindings[3];
+    for (uint32_t i = 0; i < 3; ++i)
+      bindings[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    setInfo.bindingCount = 3;
+    setInfo.pBindings = bindings;
+    if (vk_.CreateDescriptorSetLayout(d, &setInfo, nullptr, &setLayout_) != VK_SUCCESS) return false;
+    VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layoutInfo.setLayoutCount = 1;
+    layoutInfo.pSetLayouts = &setLayout_;
+    if (vk_.CreatePipelineLayout(d, &layoutInfo, nullptr, &pipelineLayout_) != VK_SUCCESS) return false;
+
+    const uint32_t constants[4] = {key.rows, key.cols, key.use, key.subgroupSize};
+    VkSpecializationMapEntry entries[4];
+    for (uint32_t i = 0; i < 4; ++i) entries[i] = {i, i * 4, 4};
+    VkSpecializationInfo specialization{4, entries, sizeof(constants), constants};
+    VkComputePipelineCreateInfo pipelineInfo{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    pipelineInfo.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    pipelineInfo.stage.module = module_;
+    pipelineInfo.stage.pName = "main";
+    pipelineInfo.stage.pSpecializationInfo = &specialization;
+    pipelineInfo.layout = pipelineLayout_;
+    if (vk_.CreateComputePipelines(d, VK_NULL_HANDLE, 1, &pipelineInfo, nullptr, &pipeline_) != VK_SUCCESS)
+      return false;
+
+    VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 3};
+    VkDescriptorPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    poolInfo.maxSets = 1;
+    poolInfo.poolSizeCount = 1;
+    poolInfo.pPoolSizes = &poolSize;
+    if (vk_.CreateDescriptorPool(d, &poolInfo, nullptr, &descriptorPool_) != VK_SUCCESS) return false;
+    VkDescriptorSetAllocateInfo allocate{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    allocate.descriptorPool = descriptorPool_;
+    allocate.descriptorSetCount = 1;
+    allocate.pSetLayouts = &setLayout_;
+    if (vk_.AllocateDescriptorSets(d, &allocate, &set_) != VK_SUCCESS) return false;
+    VkDescriptorBufferInfo infos[3];
+    VkWriteDescriptorSet writes[3];
+    for (uint32_t i = 0; i < 3; ++i) {
+      infos[i] = {buffers_[i].buffer, 0, VK_WHOLE_SIZE};
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i].dstSet = set_;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    vk_.UpdateDescriptorSets(d, 3, writes, 0, nullptr);
+    return true;
+  }
+
+  bool Dispatch() {
+    VkDevice d = context_.device;
+    VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    poolInfo.queueFamilyIndex = context_.queueFamily;
+    if (vk_.CreateCommandPool(d, &poolInfo, nullptr, &commandPool_) != VK_SUCCESS) return false;
+    VkCommandBufferAllocateInfo allocate{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    allocate.commandPool = commandPool_;
+    allocate.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    allocate.commandBufferCount = 1;
+    VkCommandBuffer commands = VK_NULL_HANDLE;
+    if (vk_.AllocateCommandBuffers(d, &allocate, &commands) != VK_SUCCESS) return false;
+    // A dispatchable object made below the loader's trampoline needs the loader's dispatch pointer.
+    if (context_.setDeviceLoaderData && context_.setDeviceLoaderData(d, commands) != VK_SUCCESS) return false;
+    VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    if (vk_.BeginCommandBuffer(commands, &begin) != VK_SUCCESS) return false;
+    vk_.CmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
+    vk_.CmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipelineLayout_, 0, 1, &set_, 0, nullptr);
+    vk_.CmdDispatch(commands, 1, 1, 1);
+    if (vk_.EndCommandBuffer(commands) != VK_SUCCESS) return false;
+    VkFenceCreateInfo fenceInfo{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if (vk_.CreateFence(d, &fenceInfo, nullptr, &fence_) != VK_SUCCESS) return false;
+    VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &commands;
+    if (vk_.QueueSubmit(context_.queue, 1, &submit, fence_) != VK_SUCCESS) return false;
+    constexpr uint64_t kTimeoutNs = 10'000'000'000ull;
+    return vk_.WaitForFences(d, 1, &fence_, VK_TRUE, kTimeoutNs) == VK_SUCCESS;
+  }
+
+  const ProbeContext& context_;
+  const Functions& vk_;
+  const InstanceData& instance_;
+  std::vector<Buffer> buffers_;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout pipelineLayout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptorPool_ = VK_NULL_HANDLE;
+  VkDescriptorSet set_ = VK_NULL_HANDLE;
+  VkCommandPool commandPool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+// Every (type, use, shape) the driver's KHR list names, at the default subgroup size.
+std::vector<LayoutKey> KeysToProbe(const InstanceData& instance, VkPhysicalDevice physicalDevice,
+                                   uint32_t subgroupSize) {
+  std::vector<LayoutKey> keys;
+  auto query = instance.dispatch.GetPhysicalDeviceCooperativeMatrixPropertiesKHR;
+  uint32_t count = 0;
+  if (!query || query(physicalDevice, &count, nullptr) != VK_SUCCESS) return keys;
+  std::vector<VkCooperativeMatrixPropertiesKHR> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  if (query(physicalDevice, &count, list.data()) < VK_SUCCESS) return keys;
+  list.resize(count);
+  auto add = [&](uint32_t type, uint32_t use, uint32_t rows, uint32_t cols) {
+    const LayoutKey key{type, use, rows, cols, subgroupSize};
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  };
+  for (const auto& p : list) {
+    if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
+    add(p.AType, kUseA, p.MSize, p.KSize);
+    add(p.BType, kUseB, p.KSize, p.NSize);
+    add(p.CType, kUseAccumulator, p.MSize, p.NSize);
+    add(p.ResultType, kUseAccumulator, p.MSize, p.NSize);
+  }
+  return keys;
+}
+
+std::string Hex(const uint8_t* bytes, size_t n) {
+  std::string out;
+  char buffer[3];
+  for (size_t i = 0; i < n; ++i) {
+    std::snprintf(buffer, sizeof(buffer), "%02x", bytes[i]);
+    out += buffer;
+  }
+  return out;
+}
+
+struct DeviceIdentity {
+  std::string cacheName;  // unique per device, driver build and layer version
+  VkDriverId driverId = VkDriverId(0);
+};
+
+DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalDevice) {
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, &driver};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
+  instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
+  DeviceIdentity identity;
+  identity.driverId = driver.driverID;
+  identity.cacheName = "layouts-" + Hex(id.deviceUUID, VK_UUID_SIZE) + "-" + Hex(id.driverUUID, VK_UUID_SIZE) + "-" +
+                       std::to_string(properties.properties.driverVersion) + "-" COOPMAT_LAYER_VERSION ".txt";
+  return identity;
+}
+
+std::filesystem::path CacheDirectory() {
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::filesystem::path(xdg) / "coopmat-maintenance1";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::filesystem::path(home) / ".cache" / "coopmat-maintenance1";
+  return {};
+}
+
+std::optional<std::vector<LinearLayout>> ReadCache(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string content = text.str();
+  if (content.rfind(std::string("# ") + kCacheFormat, 0) != 0) return std::nullopt;
+  ParseResult parsed = ParseLayouts(content);
+  if (!parsed.ok) return std::nullopt;
+  return parsed.layouts;
+}
+
+// Written to a private temporary file and renamed, so readers never see half a file.
+bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayout>& layouts,
+                const std::vector<std::string>& notes) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << "# " << kCacheFormat << "\n";
+    for (const std::string& note : notes) out << "# " << note << "\n";
+    for (const LinearLayout& layout : layouts) out << FormatLayout(layout) << "\n";
+    if (!out) return false;
+  }
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) std::filesystem::remove(temporary, ec);
+  return !ec;
+}
+
+std::optional<DriverFamily> KnownFamily(VkDriverId driverId) {
+  if (driverId == VK_DRIVER_ID_MESA_LLVMPIPE) return DriverFamily::Lavapipe;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context) {
+  const InstanceData& instance = *device.instance;
+  const DeviceIdentity identity = Identify(instance, context.physicalDevice);
+  const std::filesystem::path directory = CacheDirectory();
+  const std::filesystem::path cachePath = directory.empty() ? std::filesystem::path() : directory / identity.cacheName;
+  if (!cachePath.empty()) {
+    if (auto cached = ReadCache(cachePath)) {
+      Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->size()) + " from " + cachePath.string());
+      for (const LinearLayout& layout : *cached) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout));
+      return *cached;
+    }
+  }
+
+  Functions vk;
+  if (!vk.Load(context.device, context.getDeviceProcAddr)) {
+    Log(&instance, LogLevel::Warning, "layout probe: the driver lacks a function it needs; using the portable path");
+    return {};
+  }
+  const uint32_t subgroupSize = device.physicalDevice.subgroupSize;
+  std::vector<LinearLayout> layouts;
+  std::vector<std::string> notes;
+  const std::optional<DriverFamily> family = KnownFamily(identity.driverId);
+  for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, subgroupSize)) {
+    const ProbeShader* shader = ShaderFor(key.componentType);
+    if (!shader || std::max(key.rows, key.cols) - 1 > shader->largestCode) {
+      notes.push_back("not probed: " + ToString(key) + " (no probe for this type or shape)");
+      continue;
+    }
+    std::string error;
+    ProbeRun run(context, vk, instance);
+    const std::optional<std::vector<Coord>> observed = run.Run(key, *shader, error);
+    FitResult fit;
+    if (observed) fit = FitLinearLayout(key, *observed);
+    if (!observed || !fit.ok) {
+      const std::string why = observed ? fit.error : error;
+      notes.push_back("no linear layout: " + ToString(key) + ": " + why);
+      Log(&instance, LogLevel::Warning,
+          "layout probe: " + ToString(key) + ": " + why + "; operations on it use the portable path");
+      continue;
+    }
+    if (family) {
+      const std::optional<LinearLayout> expected = BuiltinLayout(*family, key);
+      if (expected && !(*expected == fit.layout))
+        Log(&instance, LogLevel::Warning,
+            std::string("layout probe: ") + ToString(key) + " differs from the built-in " + ToString(*family) +
+                " layout (probed: " + FormatLayout(fit.layout) + "; expected: " + FormatLayout(*expected) + ")");
+    }
+    Log(&instance, LogLevel::Info, "layout: " + FormatLayout(fit.layout));
+    layouts.push_back(fit.layout);
+  }
+  if (!cachePath.empty() && !WriteCache(cachePath, layouts, notes))
+    Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
+  return layouts;
+}
+
+}  // namespace coopmat::layer

@@ -1,0 +1,33 @@
+// Layout discovery: runs a tiny compute dispatch per cooperative-matrix type the
+// driver lists, reads back which (row, col) every invocation holds at every
+// index, and fits a GF(2)-linear layout (coopmat/layout.h). Results are cached on
+// disk per device, driver and layer version, so a machine probes once.
+#pragma once
+
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include <string>
+#include <vector>
+
+#include "coopmat/layout.h"
+
+namespace coopmat::layer {
+
+struct DeviceData;
+
+struct ProbeContext {
+  VkDevice device = VK_NULL_HANDLE;
+  VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;  // idle: probing runs before vkCreateDevice returns
+  uint32_t queueFamily = 0;
+  PFN_vkGetDeviceProcAddr getDeviceProcAddr = nullptr;
+  PFN_vkSetDeviceLoaderData setDeviceLoaderData = nullptr;  // dispatchable objects the layer makes
+};
+
+// Discovers (or loads from the cache) the layouts of every KHR-listed type at the
+// device's default subgroup size. Logs what it finds, compares with the built-in
+// table of a known driver, and returns only layouts that fitted.
+std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context);
+
+}  // namespace coopmat::layer
