@@ -2,7 +2,13 @@
 // VK_LAYER_coopmat_maintenance1 — KHR properties, the maintenance1 features and
 // the Properties2 answers for every legal subgroup size.
 //
-//   coopmat-info [--no-layer | --layer-only]
+//   coopmat-info [--no-layer | --layer-only] [--layouts FILE]
+//
+// With the layer, it also creates a device so the layer discovers the driver's
+// register layouts, prints them, and with --layouts writes them to FILE in the
+// text form coopmat-lower --layouts reads.
+#include <fcntl.h>
+#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 #include <cstdio>
@@ -107,7 +113,56 @@ void PrintProperties2(VkInstance instance, VkPhysicalDevice device, uint32_t sub
   }
 }
 
-void Report(bool withLayer) {
+// Layout lines the layer reports (at log level info) while a device is created.
+VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBitsEXT,
+                                              VkDebugUtilsMessageTypeFlagsEXT,
+                                              const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  const std::string text = data->pMessage ? data->pMessage : "";
+  const std::string prefix = "layout: ";
+  if (text.rfind(prefix, 0) == 0) static_cast<std::vector<std::string>*>(user)->push_back(text.substr(prefix.size()));
+  return VK_FALSE;
+}
+
+// Creates and destroys a device with the extension enabled: the layer probes the
+// register layouts then (or reads them from its cache) and reports them.
+void CreateDeviceForLayouts(VkPhysicalDevice device) {
+  uint32_t familyCount = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &familyCount, nullptr);
+  std::vector<VkQueueFamilyProperties> families(familyCount);
+  vkGetPhysicalDeviceQueueFamilyProperties(device, &familyCount, families.data());
+  uint32_t family = 0;
+  while (family < familyCount && !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+  if (family == familyCount) return;
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queue.queueFamilyIndex = family;
+  queue.queueCount = 1;
+  queue.pQueuePriorities = &priority;
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR khr{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  khr.cooperativeMatrix = VK_TRUE;
+  const char* extensions[] = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME,
+                              VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME};
+  VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &khr};
+  info.queueCreateInfoCount = 1;
+  info.pQueueCreateInfos = &queue;
+  info.enabledExtensionCount = 2;
+  info.ppEnabledExtensionNames = extensions;
+  // The layer also writes its info lines to stderr; the report shows them once, on stdout.
+  std::fflush(stderr);
+  const int savedStderr = dup(STDERR_FILENO);
+  const int devNull = open("/dev/null", O_WRONLY);
+  if (devNull >= 0) dup2(devNull, STDERR_FILENO);
+  VkDevice logical = VK_NULL_HANDLE;
+  const VkResult result = vkCreateDevice(device, &info, nullptr, &logical);
+  if (result == VK_SUCCESS) vkDestroyDevice(logical, nullptr);
+  std::fflush(stderr);
+  if (savedStderr >= 0) dup2(savedStderr, STDERR_FILENO);
+  if (devNull >= 0) close(devNull);
+  if (savedStderr >= 0) close(savedStderr);
+  if (result != VK_SUCCESS) std::printf("    (device creation failed: %d)\n", result);
+}
+
+void Report(bool withLayer, const char* layoutsFile) {
   // Without the layer: also switch off an implicit install of it for this instance.
   if (!withLayer) setenv(kDisableVariable, "1", 1);
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -120,6 +175,22 @@ void Report(bool withLayer) {
     info.enabledLayerCount = 1;
     info.ppEnabledLayerNames = layers;
   }
+  // With the layer: hear its "layout:" lines (log level info, debug-utils only).
+  std::vector<std::string> layoutLines;
+  VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
+  messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+  messenger.pfnUserCallback = &CollectLayouts;
+  messenger.pUserData = &layoutLines;
+  const char* infoLevel = "info";
+  VkLayerSettingEXT logLevel{kLayerName, "log_level", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &infoLevel};
+  VkLayerSettingsCreateInfoEXT settings{VK_STRUCTURE_TYPE_LAYER_SETTINGS_CREATE_INFO_EXT, nullptr, 1, &logLevel};
+  const char* debugUtils[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
+  if (withLayer) {
+    info.pNext = &settings;
+    info.enabledExtensionCount = 1;
+    info.ppEnabledExtensionNames = debugUtils;
+  }
   VkInstance instance = VK_NULL_HANDLE;
   const VkResult created = vkCreateInstance(&info, nullptr, &instance);
   if (!withLayer) unsetenv(kDisableVariable);
@@ -127,6 +198,12 @@ void Report(bool withLayer) {
   if (created != VK_SUCCESS) {
     std::printf("  vkCreateInstance failed (%d)\n", created);
     return;
+  }
+  VkDebugUtilsMessengerEXT messengerHandle = VK_NULL_HANDLE;
+  if (withLayer) {
+    auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+    if (create) create(instance, &messenger, nullptr, &messengerHandle);
   }
   uint32_t count = 0;
   vkEnumeratePhysicalDevices(instance, &count, nullptr);
@@ -156,10 +233,29 @@ void Report(bool withLayer) {
                 "GetCoordinate=%u\n",
                 m1.cooperativeMatrixProperties2, m1.cooperativeMatrixReductions, m1.cooperativeMatrixConversions,
                 m1.cooperativeMatrixPerElementOperations, m1.cooperativeMatrixGetCoordinate);
+    if (withLayer) {
+      layoutLines.clear();
+      CreateDeviceForLayouts(device);
+      std::printf("    register layouts found by the layer's probe: %zu\n", layoutLines.size());
+      for (const std::string& line : layoutLines) std::printf("      %s\n", line.c_str());
+      if (layoutsFile) {
+        if (FILE* out = std::fopen(layoutsFile, "w")) {
+          for (const std::string& line : layoutLines) std::fprintf(out, "%s\n", line.c_str());
+          std::fclose(out);
+        } else {
+          std::fprintf(stderr, "coopmat-info: cannot write %s\n", layoutsFile);
+        }
+      }
+    }
     PrintProperties2(instance, device, 0);
     for (uint32_t size = sizes.minSubgroupSize ? sizes.minSubgroupSize : subgroup.subgroupSize;
          size && size <= std::max(sizes.maxSubgroupSize, subgroup.subgroupSize); size *= 2)
       PrintProperties2(instance, device, size);
+  }
+  if (messengerHandle) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance, "vkDestroyDebugUtilsMessengerEXT"));
+    destroy(instance, messengerHandle, nullptr);
   }
   vkDestroyInstance(instance, nullptr);
 }
@@ -168,21 +264,23 @@ void Report(bool withLayer) {
 
 int main(int argc, char** argv) {
   bool withLayer = true, withoutLayer = true;
+  const char* layoutsFile = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-layer") == 0) withLayer = false;
     else if (std::strcmp(argv[i], "--layer-only") == 0) withoutLayer = false;
+    else if (std::strcmp(argv[i], "--layouts") == 0 && i + 1 < argc) layoutsFile = argv[++i];
     else {
-      std::fprintf(stderr, "usage: coopmat-info [--no-layer | --layer-only]\n");
+      std::fprintf(stderr, "usage: coopmat-info [--no-layer | --layer-only] [--layouts FILE]\n");
       return 2;
     }
   }
-  if (withoutLayer) Report(false);
+  if (withoutLayer) Report(false, nullptr);
   if (withLayer) {
     if (!LayerInstalled()) {
       std::printf("== %s is not on the layer path (set VK_ADD_LAYER_PATH=<build>/layer) ==\n", kLayerName);
       return withoutLayer ? 0 : 1;
     }
-    Report(true);
+    Report(true, layoutsFile);
   }
   return 0;
 }
