@@ -2,7 +2,10 @@
 // Op*Convert forms) and transposes (decoration CooperativeMatrixTransposeEXT).
 // KHR can only convert component types between matrices of the same Use, so a
 // Use change becomes a round trip through the scratch slice: store row-major,
-// load with the target Use (column-major for a transpose).
+// load with the target Use (column-major for a transpose). When the component
+// type changes too, the conversion happens either on an intermediate matrix in
+// registers, when the driver is known to support that intermediate type, or on
+// the scalars in the scratch, which declares no matrix type the module lacks.
 #include "lowering.h"
 
 namespace coopmat {
@@ -28,6 +31,53 @@ CoopMatType MakeType(Context& c, uint32_t component, uint32_t scope, uint32_t ro
   auto info = t.CoopMatInfo(t.CoopMat(component, scope, rows, cols, t.UintConstant(static_cast<uint32_t>(use))));
   if (!info) Fail("internal error: cannot make a cooperative matrix type");
   return *info;
+}
+
+// The low bits of a uint holding the scalar `value` of `type`'s component type
+// (8/16-bit ints zero-extended, 32-bit values bitcast). f16 is packed by the caller.
+uint32_t ScalarBits(Builder& b, const CoopMatType& type, uint32_t value) {
+  TypeManager& t = b.types();
+  if (type.componentBytes == 4) return type.componentType == t.Uint() ? value : b.Emit(spv::Op::OpBitcast, t.Uint(), {value});
+  return b.Emit(spv::Op::OpUConvert, t.Uint(), {value});
+}
+
+// Converts component type and Use through the scratch, with scalar conversions
+// only: the source goes row-major into the slice; each lane converts whole
+// destination words (so elements packed into one word have one writer) into a
+// second region laid out in the source's order; the destination is loaded from
+// there (column-major for a transpose).
+void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst, const CoopMatType& from,
+                      const CoopMatType& to, bool transpose) {
+  TypeManager& t = b.types();
+  Scratch& scratch = b.context().scratch;
+  // The destination region's rows are the source's rows in `to`'s element size.
+  const uint32_t destStride = scratch.StrideWords(b, from.colsId, to.componentBytes, to.id);
+  scratch.Require(from, to.componentBytes);
+  scratch.StoreMatrix(b, fs, inst.operands[0], from);
+  const uint32_t elements = b.Mul(from.rowsId, from.colsId);
+  const uint32_t sourceWords = b.Div(b.Mul(elements, b.U(from.componentBytes)), b.U(4));
+  const uint32_t perWord = 4 / to.componentBytes;
+  const uint32_t destWords = b.Div(elements, b.U(perWord));
+  b.Loop(fs.lane, destWords, fs.subgroupSize, [&](uint32_t w) {
+    std::vector<uint32_t> converted;
+    for (uint32_t j = 0; j < perWord; ++j) {
+      const uint32_t k = b.Add(b.Mul(w, b.U(perWord)), b.U(j));
+      const uint32_t element = scratch.ReadElement(b, fs, from, k);
+      converted.push_back(b.Emit(inst.opcode, to.componentType, {element}));
+    }
+    uint32_t word = 0;
+    if (to.componentFloat && to.componentBytes == 2) {
+      const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(to.componentType, 2), converted);
+      word = b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
+    } else {
+      word = ScalarBits(b, to, converted[0]);
+      for (uint32_t j = 1; j < perWord; ++j)
+        word = b.Or(word, b.ShiftLeft(ScalarBits(b, to, converted[j]), b.U(j * 8 * to.componentBytes)));
+    }
+    scratch.StoreWord(b, fs, b.Add(sourceWords, w), word);
+  });
+  scratch.Barrier(b);
+  scratch.LoadMatrix(b, fs, to, transpose, destStride, inst.resultId, sourceWords);
 }
 
 }  // namespace
@@ -66,16 +116,31 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
       from.componentType != to.componentType) {
     // A signedness-only S/UConvert is a reinterpretation: the bits go through as they are.
     RoundTrip(b, fs, inst.operands[0], from, to, transpose, inst.resultId);
-  } else if (from.use == MatrixUse::Accumulator) {
+  } else if (from.use == MatrixUse::Accumulator &&
+             c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
     // Convert the component type while still an Accumulator (plain KHR), then move the Use.
     const CoopMatType mid = MakeType(c, to.componentType, from.scopeId, from.rowsId, from.colsId, MatrixUse::Accumulator);
     const uint32_t converted = b.Emit(inst.opcode, mid.id, {inst.operands[0]});
     RoundTrip(b, fs, converted, mid, to, transpose, inst.resultId);
-  } else {
+  } else if (from.use == MatrixUse::Accumulator && c.IsSupportedMatrix(from.componentType, to.rowsId, to.colsId, to.use)) {
+    // Move the Use first (an A/B matrix of the source component type), then convert as A/B.
+    const CoopMatType mid = MakeType(c, from.componentType, from.scopeId, to.rowsId, to.colsId, to.use);
+    const uint32_t moved = RoundTrip(b, fs, inst.operands[0], from, mid, transpose);
+    b.Emit(inst.opcode, to.id, {moved}, inst.resultId);
+  } else if (from.use != MatrixUse::Accumulator &&
+             c.IsSupportedMatrix(from.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
     // A/B -> Accumulator: move the Use first, then convert as an Accumulator.
     const CoopMatType mid = MakeType(c, from.componentType, from.scopeId, from.rowsId, from.colsId, MatrixUse::Accumulator);
     const uint32_t moved = RoundTrip(b, fs, inst.operands[0], from, mid, false);
     b.Emit(inst.opcode, to.id, {moved}, inst.resultId);
+  } else if (from.use != MatrixUse::Accumulator && c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, from.use)) {
+    // Convert as A/B first, then move the Use.
+    const CoopMatType mid = MakeType(c, to.componentType, from.scopeId, from.rowsId, from.colsId, from.use);
+    const uint32_t converted = b.Emit(inst.opcode, mid.id, {inst.operands[0]});
+    RoundTrip(b, fs, converted, mid, to, false, inst.resultId);
+  } else {
+    // No intermediate matrix type is known to be supported: convert the scalars.
+    ConvertInScratch(b, fs, inst, from, to, transpose);
   }
   ++c.stats.convert;
   if (transpose) ++c.stats.transpose;

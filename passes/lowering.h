@@ -23,8 +23,9 @@ class Scratch {
  public:
   explicit Scratch(struct Context& context) : context_(context) {}
 
-  // Records that a use stores `type` whole into a slice.
-  void Require(const CoopMatType& type);
+  // Records that a use stores `type` whole into a slice, followed by as many
+  // elements again of `extraBytesPerElement` bytes each (a second region).
+  void Require(const CoopMatType& type, uint32_t extraBytesPerElement = 0);
   bool Used() const { return variable_ != 0; }
   uint32_t Variable();
   uint32_t WordsPerSlice();  // id of a uint constant (possibly a specialization constant op)
@@ -36,11 +37,14 @@ class Scratch {
   void StoreWord(Builder& b, const FunctionState& fs, uint32_t wordOffset, uint32_t value);
   // Row-major stride of `type` in uint words: cols * componentBytes / 4.
   uint32_t StrideWords(Builder& b, const CoopMatType& type);
+  // The same for `colsId` columns of `bytes`-byte elements; fails when not whole words.
+  uint32_t StrideWords(Builder& b, uint32_t colsId, uint32_t bytes, uint32_t typeForMessage);
   // barrier; store `value` row-major into the slice; barrier.
   void StoreMatrix(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& type);
-  // Loads the slice as `type`; columnMajor reads it transposed. `stride` in words.
+  // Loads the slice (from word `offsetWords`, an id; 0 means the start) as `type`;
+  // columnMajor reads it transposed. `stride` in words.
   uint32_t LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,
-                      uint32_t stride, uint32_t resultId = 0);
+                      uint32_t stride, uint32_t resultId = 0, uint32_t offsetWords = 0);
   // Element k (row-major) of a matrix of `type` stored in the slice, as the component type.
   uint32_t ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t elementIndex);
 
@@ -54,7 +58,7 @@ class Scratch {
   uint32_t wordsPerSlice_ = 0;
   uint32_t maxConstantWords_ = 0;
   std::vector<uint32_t> specWords_;  // ids of specialization-constant word counts
-  std::set<uint32_t> requiredTypes_;
+  std::set<std::pair<uint32_t, uint32_t>> requiredTypes_;  // (type, extra bytes per element)
 };
 
 struct Context {
@@ -78,6 +82,9 @@ struct Context {
   // Parameter types of the function `functionId` (empty when it is not a function).
   std::vector<uint32_t> ParameterTypes(uint32_t functionId) const;
   uint32_t ReturnType(uint32_t functionId) const;
+  // Whether the driver is known to support a subgroup-scope matrix of this component
+  // type, constant dimensions and Use (LowerOptions::supportedMatrixTypes).
+  bool IsSupportedMatrix(uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use) const;
 };
 
 // Learned element->coordinate tables for one matrix type in one function.

@@ -48,6 +48,49 @@ uint32_t Context::BarrierSemantics() const {
   return types.UintConstant(semantics);
 }
 
+bool Context::IsSupportedMatrix(uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use) const {
+  // A type the module declares itself must already be supported (VUID-RuntimeSpirv-OpTypeCooperativeMatrixKHR-10163,
+  // -cooperativeMatrixFlexibleDimensions-10165, -cooperativeMatrixProperties2-13382).
+  auto sameValue = [&](uint32_t x, uint32_t y) {
+    if (x == y) return true;
+    auto a = types.ConstantValue(x), b = types.ConstantValue(y);
+    return a && b && *a == *b;
+  };
+  for (const ir::Instruction& g : module.globals)
+    if (g.opcode == spv::Op::OpTypeCooperativeMatrixKHR && g.operands.size() == 5 && g.operands[0] == componentType &&
+        types.ConstantValue(g.operands[1]) == static_cast<uint32_t>(spv::Scope::Subgroup) && sameValue(g.operands[2], rowsId) &&
+        sameValue(g.operands[3], colsId) && types.ConstantValue(g.operands[4]) == static_cast<uint32_t>(use))
+      return true;
+  if (options.supportedMatrixTypes.empty()) return false;
+  const ir::Instruction* component = types.GlobalDef(componentType);
+  if (!component) return false;
+  // VkComponentTypeKHR: FLOAT16 0, FLOAT32 1, FLOAT64 2, SINT8..SINT64 3..6, UINT8..UINT64 7..10.
+  uint32_t vkType = 0;
+  const uint32_t width = component->Operand(0);
+  const uint32_t log = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : 4;
+  if (log > 3) return false;
+  if (component->opcode == spv::Op::OpTypeFloat) {
+    if (component->operands.size() != 1 || log == 0) return false;  // encoded floats (bfloat16, fp8) are not mapped
+    vkType = log - 1;
+  } else if (component->opcode == spv::Op::OpTypeInt) {
+    vkType = (component->Operand(1) ? 3 : 7) + log;
+  } else {
+    return false;
+  }
+  const auto rows = types.ConstantValue(rowsId), cols = types.ConstantValue(colsId);
+  if (!rows || !cols || !*rows || !*cols) return false;  // specialization constants: unknown until pipeline creation
+  for (const SupportedMatrixType& s : options.supportedMatrixTypes) {
+    if (s.componentType != vkType || s.use != static_cast<uint32_t>(use) || !s.rows || !s.cols) continue;
+    if (!options.flexibleDimensions) {
+      if (*rows == s.rows && *cols == s.cols) return true;
+    } else if (*rows % s.rows == 0 && *cols % s.cols == 0 &&
+               (!options.flexibleMaxDimension || (*rows <= options.flexibleMaxDimension && *cols <= options.flexibleMaxDimension))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 uint32_t Context::BuiltinVariable(spv::BuiltIn builtin) {
   if (auto it = builtins.find(builtin); it != builtins.end()) return it->second;
   uint32_t variable = 0;
@@ -99,19 +142,20 @@ uint32_t Scratch::WordsPerSlice() {
   return wordsPerSlice_;
 }
 
-void Scratch::Require(const CoopMatType& type) {
+void Scratch::Require(const CoopMatType& type, uint32_t extraBytesPerElement) {
   Variable();
-  if (!requiredTypes_.insert(type.id).second) return;
+  if (!requiredTypes_.insert({type.id, extraBytesPerElement}).second) return;
   TypeManager& t = context_.types;
+  const uint32_t elementBytes = type.componentBytes + extraBytesPerElement;
   auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
   if (rows && cols) {
-    const uint64_t bytes = uint64_t{*rows} * *cols * type.componentBytes;
+    const uint64_t bytes = uint64_t{*rows} * *cols * elementBytes;
     if (bytes > (uint64_t{1} << 30)) Fail("cooperative matrix type %" + std::to_string(type.id) + " is implausibly large");
     maxConstantWords_ = std::max(maxConstantWords_, static_cast<uint32_t>((bytes + 3) / 4));
     return;
   }
   const uint32_t elements = t.SpecOp(t.Uint(), spv::Op::OpIMul, {type.rowsId, type.colsId});
-  const uint32_t bytes = t.SpecOp(t.Uint(), spv::Op::OpIMul, {elements, t.UintConstant(type.componentBytes)});
+  const uint32_t bytes = t.SpecOp(t.Uint(), spv::Op::OpIMul, {elements, t.UintConstant(elementBytes)});
   const uint32_t padded = t.SpecOp(t.Uint(), spv::Op::OpIAdd, {bytes, t.UintConstant(3)});
   specWords_.push_back(t.SpecOp(t.Uint(), spv::Op::OpUDiv, {padded, t.UintConstant(4)}));
 }
@@ -144,10 +188,14 @@ void Scratch::StoreWord(Builder& b, const FunctionState& fs, uint32_t wordOffset
 }
 
 uint32_t Scratch::StrideWords(Builder& b, const CoopMatType& type) {
-  if (auto cols = context_.types.ConstantValue(type.colsId); cols && (*cols * type.componentBytes) % 4 != 0)
-    Fail("cooperative matrix type %" + std::to_string(type.id) + " has rows of " + std::to_string(*cols * type.componentBytes) +
+  return StrideWords(b, type.colsId, type.componentBytes, type.id);
+}
+
+uint32_t Scratch::StrideWords(Builder& b, uint32_t colsId, uint32_t bytes, uint32_t typeForMessage) {
+  if (auto cols = context_.types.ConstantValue(colsId); cols && (*cols * bytes) % 4 != 0)
+    Fail("cooperative matrix type %" + std::to_string(typeForMessage) + " has rows of " + std::to_string(*cols * bytes) +
          " bytes, not a multiple of 4; the scratch round trip cannot address them");
-  return b.Div(b.Mul(type.colsId, b.U(type.componentBytes)), b.U(4));
+  return b.Div(b.Mul(colsId, b.U(bytes)), b.U(4));
 }
 
 void Scratch::StoreMatrix(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& type) {
@@ -162,9 +210,9 @@ void Scratch::StoreMatrix(Builder& b, const FunctionState& fs, uint32_t value, c
 }
 
 uint32_t Scratch::LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,
-                             uint32_t stride, uint32_t resultId) {
+                             uint32_t stride, uint32_t resultId, uint32_t offsetWords) {
   Require(type);
-  const uint32_t pointer = WordPointer(b, fs, b.U(0));
+  const uint32_t pointer = WordPointer(b, fs, offsetWords ? offsetWords : b.U(0));
   const auto layout = columnMajor ? spv::CooperativeMatrixLayout::ColumnMajorKHR : spv::CooperativeMatrixLayout::RowMajorKHR;
   std::vector<uint32_t> operands{pointer, b.U(static_cast<uint32_t>(layout)), stride};
   if (MemoryOperandsMask()) operands.push_back(MemoryOperandsMask());

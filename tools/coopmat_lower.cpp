@@ -1,5 +1,10 @@
 // coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]
+//               [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]
 // Lowers SPV_EXT_cooperative_matrix_maintenance1 to SPV_KHR_cooperative_matrix.
+// --matrix-properties describes one VkCooperativeMatrixPropertiesKHR of the target
+// driver (component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64, e.g.
+// 8x8x8:u8,u8,u32,u32); without any, conversions never add a matrix type of their own.
+#include <array>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
@@ -13,7 +18,8 @@
 namespace {
 
 int Usage() {
-  std::cerr << "usage: coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]\n";
+  std::cerr << "usage: coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
+               "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n";
   return 2;
 }
 
@@ -26,6 +32,39 @@ bool ParseUint(const std::string& text, uint32_t& out) {
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
   return ec == std::errc() && ptr == end;
+}
+
+// "f16" -> VK_COMPONENT_TYPE_FLOAT16_KHR (0), ... "u64" -> UINT64 (10).
+bool ParseComponent(const std::string& text, uint32_t& out) {
+  static const std::array<const char*, 11> names = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+  for (uint32_t i = 0; i < names.size(); ++i)
+    if (text == names[i]) {
+      out = i;
+      return true;
+    }
+  return false;
+}
+
+// "MxNxK:A,B,C,R"
+bool ParseProperties(const std::string& text, coopmat::LowerOptions& options) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  std::vector<std::string> dims, types;
+  auto split = [](const std::string& s, char sep, std::vector<std::string>& out) {
+    size_t begin = 0;
+    for (size_t end; (end = s.find(sep, begin)) != std::string::npos; begin = end + 1) out.push_back(s.substr(begin, end - begin));
+    out.push_back(s.substr(begin));
+  };
+  split(text.substr(0, colon), 'x', dims);
+  split(text.substr(colon + 1), ',', types);
+  if (dims.size() != 3 || types.size() != 4) return false;
+  uint32_t d[3], t[4];
+  for (int i = 0; i < 3; ++i)
+    if (!ParseUint(dims[i], d[i]) || d[i] == 0) return false;
+  for (int i = 0; i < 4; ++i)
+    if (!ParseComponent(types[i], t[i])) return false;
+  options.AddMatrixProperties(d[0], d[1], d[2], t[0], t[1], t[2], t[3]);
+  return true;
 }
 
 }  // namespace
@@ -53,6 +92,14 @@ int main(int argc, char** argv) {
         return Error("--min-subgroup-size needs a positive integer");
     } else if (arg == "--max-shared-memory") {
       if (!value(text) || !ParseUint(text, options.maxSharedMemoryBytes)) return Error("--max-shared-memory needs an integer");
+    } else if (arg == "--matrix-properties") {
+      if (!value(text) || !ParseProperties(text, options))
+        return Error("--matrix-properties needs MxNxK:A,B,C,R with component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64");
+    } else if (arg == "--flexible-dimensions") {
+      options.flexibleDimensions = true;
+      if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
+          !ParseUint(argv[++i], options.flexibleMaxDimension))
+        return Error("--flexible-dimensions takes an optional integer maximum dimension");
     } else if (arg == "-h" || arg == "--help") {
       Usage();
       return 0;

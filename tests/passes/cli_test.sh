@@ -50,5 +50,22 @@ expect_error bad-option "$good" "unknown option" --frobnicate
 expect_error bad-subgroup "$good" "min-subgroup-size" --min-subgroup-size zero
 expect_error shared-limit "$good" "maxSharedMemoryBytes" --max-shared-memory 512
 
+expect_error bad-properties "$good" "matrix-properties" --matrix-properties 8x8:f16,f16,f32,f32
+expect_error bad-component "$good" "matrix-properties" --matrix-properties 8x8x8:f16,f16,f32,q7
+
+# --matrix-properties: lavapipe's list lets Acc f32 -> A f16 convert through an f16
+# Accumulator; without it the f16 Accumulator type never appears.
+mixed="$shaders/convert_mixed.spirv1.3.spv"
+lavapipe="--matrix-properties 8x8x8:f16,f16,f16,f16 --matrix-properties 8x8x8:f16,f16,f32,f32
+          --matrix-properties 8x8x8:u8,u8,u32,u32 --matrix-properties 8x8x8:s8,s8,s32,s32"
+# shellcheck disable=SC2086
+"$tool" "$mixed" -o "$work/mixed_lvp.spv" --validate $lavapipe 2>"$work/err.txt" || fail "lavapipe list: $(cat "$work/err.txt")"
+"$tool" "$mixed" -o "$work/mixed_none.spv" --validate 2>"$work/err.txt" || fail "no list: $(cat "$work/err.txt")"
+# shellcheck disable=SC2086
+"$tool" "$mixed" -o "$work/mixed_flex.spv" --validate $lavapipe --flexible-dimensions 1024 2>"$work/err.txt" ||
+  fail "flexible: $(cat "$work/err.txt")"
+[ "$(wc -c <"$work/mixed_lvp.spv")" -ne "$(wc -c <"$work/mixed_none.spv")" ] || fail "--matrix-properties changed nothing"
+[ "$(wc -c <"$work/mixed_flex.spv")" -ne "$(wc -c <"$work/mixed_lvp.spv")" ] || fail "--flexible-dimensions changed nothing"
+
 [ $failures -eq 0 ] && echo "all CLI checks passed"
 exit $failures

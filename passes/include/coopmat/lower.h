@@ -37,6 +37,14 @@ struct ScanResult {
 // Reads the header and the sections before the first function. Bounds-checked.
 ScanResult ScanModule(std::span<const uint32_t> words);
 
+// One subgroup-scope cooperative matrix type the driver accepts.
+struct SupportedMatrixType {
+  uint32_t componentType = 0;  // VkComponentTypeKHR value (FLOAT16 = 0, FLOAT32 = 1, SINT8 = 3, UINT32 = 9, ...)
+  uint32_t use = 0;            // 0 MatrixA, 1 MatrixB, 2 MatrixAccumulator (the SPIR-V Use values)
+  uint32_t rows = 0;           // exact size, or the row granularity under flexibleDimensions
+  uint32_t cols = 0;           // exact size, or the column granularity under flexibleDimensions
+};
+
 struct LowerOptions {
   // Smallest subgroup size the pipeline can run with. The portable path slices its
   // Workgroup scratch per subgroup, so this bounds the number of slices.
@@ -45,6 +53,30 @@ struct LowerOptions {
   uint32_t maxSharedMemoryBytes = 0;
   // Run spirv-val on the result and fail if it does not validate.
   bool validate = false;
+
+  // The cooperative matrix types the driver supports at subgroup scope. The lowering
+  // declares a matrix type the module does not already use (the intermediate of a
+  // conversion that changes both component type and Use) only when it is listed here;
+  // otherwise it converts through the Workgroup scratch, which needs no new matrix
+  // type. Empty (the default): nothing is known, the scratch path is always taken.
+  std::vector<SupportedMatrixType> supportedMatrixTypes;
+  // True when the device was created with VK_NV_cooperative_matrix2's
+  // cooperativeMatrixFlexibleDimensions: the rows/cols of every entry are then
+  // granularities, and any positive multiple of them (each dimension at most
+  // flexibleMaxDimension, when that is non-zero) is supported.
+  bool flexibleDimensions = false;
+  uint32_t flexibleMaxDimension = 0;
+
+  // Adds the types of one VkCooperativeMatrixPropertiesKHR (subgroup scope only;
+  // from VkCooperativeMatrixFlexibleDimensionsPropertiesNV pass the granularities as
+  // M, N, K): A is M x K, B is K x N, C and Result are M x N Accumulators.
+  void AddMatrixProperties(uint32_t M, uint32_t N, uint32_t K, uint32_t aType, uint32_t bType, uint32_t cType,
+                           uint32_t resultType) {
+    supportedMatrixTypes.push_back({aType, 0, M, K});
+    supportedMatrixTypes.push_back({bType, 1, K, N});
+    supportedMatrixTypes.push_back({cType, 2, M, N});
+    if (resultType != cType) supportedMatrixTypes.push_back({resultType, 2, M, N});
+  }
 };
 
 struct LowerStats {

@@ -1,0 +1,181 @@
+// LowerOptions::supportedMatrixTypes: a conversion that changes both component
+// type and Use may go through an intermediate matrix type in registers only when
+// the driver supports that type; otherwise it converts the scalars in the scratch.
+// The layer must never hand the driver a matrix type it does not support
+// (VUID-RuntimeSpirv-OpTypeCooperativeMatrixKHR-10163).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "coopmat/lower.h"
+#include "test_support.h"
+
+using coopmat::ir::Instruction;
+using coopmat::ir::Module;
+
+namespace {
+
+// VkComponentTypeKHR values.
+constexpr uint32_t kF16 = 0, kF32 = 1, kS8 = 3, kS32 = 5, kU8 = 7, kU32 = 9;
+
+// Lavapipe's four KHR properties (all 8x8x8, subgroup scope).
+coopmat::LowerOptions Lavapipe() {
+  coopmat::LowerOptions options;
+  options.AddMatrixProperties(8, 8, 8, kF16, kF16, kF16, kF16);
+  options.AddMatrixProperties(8, 8, 8, kF16, kF16, kF32, kF32);
+  options.AddMatrixProperties(8, 8, 8, kU8, kU8, kU32, kU32);
+  options.AddMatrixProperties(8, 8, 8, kS8, kS8, kS32, kS32);
+  return options;
+}
+
+// Every component type in every Use, flexible with granularity 8: every intermediate is allowed.
+coopmat::LowerOptions Everything() {
+  coopmat::LowerOptions options;
+  options.flexibleDimensions = true;
+  options.flexibleMaxDimension = 1024;
+  for (uint32_t type : {kF16, kF32, kS8, kS32, kU8, kU32})
+    for (uint32_t use : {0u, 1u, 2u}) options.supportedMatrixTypes.push_back({type, use, 8, 8});
+  return options;
+}
+
+// (VkComponentTypeKHR, use, rows, cols) of every constant-sized matrix type a module declares.
+using Shape = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t>;
+
+std::set<Shape> MatrixTypes(const Module& m) {
+  std::map<uint32_t, const Instruction*> globals;
+  for (const auto& g : m.globals)
+    if (g.resultId) globals[g.resultId] = &g;
+  auto constant = [&](uint32_t id) -> std::optional<uint32_t> {
+    auto it = globals.find(id);
+    if (it == globals.end() || it->second->opcode != spv::Op::OpConstant) return std::nullopt;
+    return it->second->Operand(0);
+  };
+  std::set<Shape> out;
+  for (const auto& g : m.globals) {
+    if (g.opcode != spv::Op::OpTypeCooperativeMatrixKHR) continue;
+    const Instruction* component = globals.at(g.Operand(0));
+    const uint32_t width = component->Operand(0);
+    const uint32_t log = width == 8 ? 0 : width == 16 ? 1 : 2;
+    const uint32_t vk = component->opcode == spv::Op::OpTypeFloat ? log - 1 : (component->Operand(1) ? kS8 : kU8) + log;
+    auto rows = constant(g.Operand(2)), cols = constant(g.Operand(3));
+    out.insert({vk, *constant(g.Operand(4)), rows.value_or(0), cols.value_or(0)});
+  }
+  return out;
+}
+
+bool Listed(const coopmat::LowerOptions& options, const Shape& shape) {
+  const auto [type, use, rows, cols] = shape;
+  for (const auto& s : options.supportedMatrixTypes) {
+    if (s.componentType != type || s.use != use) continue;
+    if (options.flexibleDimensions ? rows && cols && rows % s.rows == 0 && cols % s.cols == 0 : rows == s.rows && cols == s.cols)
+      return true;
+  }
+  return false;
+}
+
+// Scalar conversions (the scratch path's): Op*Convert whose result is not a matrix.
+size_t ScalarConversions(const Module& m, const std::set<uint32_t>& opcodes) {
+  std::set<uint32_t> matrixTypes;
+  for (const auto& g : m.globals)
+    if (g.opcode == spv::Op::OpTypeCooperativeMatrixKHR) matrixTypes.insert(g.resultId);
+  size_t count = 0;
+  passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) {
+    count += opcodes.count(static_cast<uint32_t>(i.opcode)) && !matrixTypes.count(i.typeId);
+  });
+  return count;
+}
+
+coopmat::LowerResult LowerOk(const std::vector<uint32_t>& words, const coopmat::LowerOptions& options) {
+  auto result = coopmat::LowerModule(words, options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("conversions declare a matrix type of their own only when the driver supports it", "[lower][types]") {
+  const std::string name = GENERATE("convert_type", "convert_mixed", "convert_use", "local_size_id", "spec_dims");
+  const std::string env = GENERATE("spirv1.3", "spirv1.6");
+  const auto input = passtest::LoadShader(name, env);
+  const std::set<Shape> before = MatrixTypes(passtest::ParseOrFail(input));
+  struct Config {
+    const char* what;
+    coopmat::LowerOptions options;
+  };
+  for (const Config& config : {Config{"no list", {}}, Config{"lavapipe", Lavapipe()}, Config{"everything", Everything()}}) {
+    INFO(name << " " << env << " with " << config.what);
+    const auto result = LowerOk(input, config.options);
+    CHECK(coopmat::ValidateModule(result.words).empty());
+    for (const Shape& shape : MatrixTypes(passtest::ParseOrFail(result.words))) {
+      if (before.count(shape)) continue;
+      const auto [type, use, rows, cols] = shape;
+      INFO("new type: component " << type << " use " << use << " " << rows << "x" << cols);
+      CHECK(Listed(config.options, shape));
+    }
+  }
+}
+
+TEST_CASE("the intermediate type decides between the register and the scratch conversion", "[lower][types]") {
+  const auto input = passtest::LoadShader("convert_mixed", "spirv1.5");
+  const std::set<uint32_t> convertOps = {static_cast<uint32_t>(spv::Op::OpUConvert), static_cast<uint32_t>(spv::Op::OpSConvert),
+                                         static_cast<uint32_t>(spv::Op::OpFConvert), static_cast<uint32_t>(spv::Op::OpConvertUToF)};
+  const std::set<Shape> before = MatrixTypes(passtest::ParseOrFail(input));
+
+  SECTION("no list: every mixed conversion converts scalars, no new matrix type") {
+    const auto result = LowerOk(input, {});
+    const Module m = passtest::ParseOrFail(result.words);
+    CHECK(MatrixTypes(m) == before);
+    CHECK(result.stats.convert == 7);
+    // The largest slice: 16x32 f32 source and f16 result side by side.
+    CHECK(result.stats.scratchBytesPerSubgroup == 16 * 32 * (4 + 2));
+    // Each lane converts whole words: two f16 FConverts per word, for each of the two f32 -> f16 conversions.
+    CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpFConvert)}) == 2 * 2);
+    CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpConvertUToF)}) >= 1);
+  }
+  SECTION("lavapipe: only the 8x8 f16 Accumulator is added, the u8/s8 conversions stay scalar") {
+    const auto options = Lavapipe();
+    const auto result = LowerOk(input, options);
+    const Module m = passtest::ParseOrFail(result.words);
+    std::set<Shape> added;
+    for (const Shape& shape : MatrixTypes(m))
+      if (!before.count(shape)) added.insert(shape);
+    CHECK(added == std::set<Shape>{{kF16, 2, 8, 8}});
+    // Acc f32 8x8 -> A f16 converts in registers; the 16x32 one cannot (no flexible dimensions).
+    CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpFConvert)}) == 2);
+    CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpConvertUToF)}) >= 1);
+    CHECK(coopmat::ValidateModule(result.words).empty());
+  }
+  SECTION("flexible dimensions admit the 16x32 f16 Accumulator") {
+    auto options = Lavapipe();
+    options.flexibleDimensions = true;
+    const auto result = LowerOk(input, options);
+    const Module m = passtest::ParseOrFail(result.words);
+    CHECK(MatrixTypes(m).count({kF16, 2, 16, 32}));
+    CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpFConvert)}) == 0);
+    // ... but not past flexibleMaxDimension.
+    options.flexibleMaxDimension = 16;
+    const Module limited = passtest::ParseOrFail(LowerOk(input, options).words);
+    CHECK_FALSE(MatrixTypes(limited).count({kF16, 2, 16, 32}));
+  }
+  SECTION("everything supported: no scalar conversion at all") {
+    const auto result = LowerOk(input, Everything());
+    const Module m = passtest::ParseOrFail(result.words);
+    CHECK(ScalarConversions(m, convertOps) == 0);
+    // Converted in registers to a 16x32 f16 Accumulator first; only that goes through the scratch.
+    CHECK(result.stats.scratchBytesPerSubgroup == 16 * 32 * 2);
+    CHECK(coopmat::ValidateModule(result.words).empty());
+  }
+}
+
+TEST_CASE("a type the module declares itself serves as the intermediate without a list", "[lower][types]") {
+  // convert_type declares an 8x8 f16 Accumulator, so Acc f32 -> A/B f16 converts in registers.
+  const auto input = passtest::LoadShader("convert_type", "spirv1.3");
+  const Module m = passtest::ParseOrFail(LowerOk(input, {}).words);
+  CHECK(MatrixTypes(m) == MatrixTypes(passtest::ParseOrFail(input)));
+  CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpFConvert)}) == 0);
+}
