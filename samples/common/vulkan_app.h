@@ -40,6 +40,9 @@ struct ContextOptions {
   // Enable VK_NV_cooperative_matrix2 (flexible dimensions, reductions, conversions,
   // per-element operations) when the driver offers it.
   bool nvCoopmat2 = true;
+  // Switch off Mesa's on-disk shader cache (MESA_SHADER_CACHE_DISABLE, unless set
+  // already), so that pipeline creation times are compilations, not cache hits.
+  bool uncachedPipelines = false;
 };
 
 class Context {
@@ -130,6 +133,9 @@ class Kernel {
 
   double moduleMicroseconds() const { return moduleUs_; }
   double pipelineMicroseconds() const { return pipelineUs_; }
+  // The first Run's time. Some drivers (lavapipe among them) compile the shader to
+  // machine code at its first dispatch, not in vkCreateComputePipelines.
+  double firstRunMicroseconds() const { return firstRunUs_; }
 
   // Binds buffers[i] at binding i and records one dispatch of groups (x, y, z).
   void Record(std::initializer_list<const Buffer*> buffers, uint32_t x, uint32_t y = 1, uint32_t z = 1,
@@ -152,7 +158,7 @@ class Kernel {
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   uint32_t bindings_, pushConstantBytes_;
-  double moduleUs_ = 0, pipelineUs_ = 0;
+  double moduleUs_ = 0, pipelineUs_ = 0, firstRunUs_ = 0;
 };
 
 template <typename T> std::span<const std::byte> AsBytes(const T& value) {

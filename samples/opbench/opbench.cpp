@@ -1,0 +1,458 @@
+// opbench: what each VK_EXT_cooperative_matrix_maintenance1 operation costs, one at a
+// time. For every case in cases.txt (operation, shape, type) a kernel loads a matrix,
+// applies the operation and stores the result, over enough workgroups to dwarf the
+// dispatch cost. It runs
+//
+//   layer       the maintenance1 shader; on a driver without the extension
+//               VK_LAYER_coopmat_maintenance1 lowers it to KHR SPIR-V
+//   native      the GL_NV_cooperative_matrix2 spelling, the driver's own operation
+//   workaround  KHR only: store to shared memory, do the work there, load back
+//
+// and reports each one's time minus that of the load+store-only baseline, after
+// checking its output against a CPU reference (a wrong output is reported as WRONG
+// and not timed). It also reports the layer's rewrite time per module
+// (coopmat::LowerModule, timed directly) and the driver's pipeline creation time.
+//
+//   opbench [--matrices N] [--runs R] [--filter TEXT] [--csv] [--check-only]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "coopmat/lower.h"
+#include "half.h"
+#include "vulkan_app.h"
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Component types and matrices
+
+enum class Type { F16, F32, U8, S8, U32, S32 };
+
+struct TypeInfo {
+  const char* name;
+  uint32_t size;
+  bool isSigned;
+};
+
+TypeInfo Info(Type t) {
+  switch (t) {
+    case Type::F16: return {"f16", 2, true};
+    case Type::F32: return {"f32", 4, true};
+    case Type::U8: return {"u8", 1, false};
+    case Type::S8: return {"s8", 1, true};
+    case Type::U32: return {"u32", 4, false};
+    case Type::S32: return {"s32", 4, true};
+  }
+  return {"?", 0, false};
+}
+
+std::optional<Type> ParseType(const std::string& s) {
+  for (Type t : {Type::F16, Type::F32, Type::U8, Type::S8, Type::U32, Type::S32})
+    if (s == Info(t).name) return t;
+  return std::nullopt;
+}
+
+// Reads / writes element i of a tightly packed array of type t. Every value the
+// benchmark uses is a small integer, exact in every type.
+double Load(Type t, const void* data, size_t i) {
+  switch (t) {
+    case Type::F16: return sample::HalfToFloat(static_cast<const uint16_t*>(data)[i]);
+    case Type::F32: return static_cast<const float*>(data)[i];
+    case Type::U8: return static_cast<const uint8_t*>(data)[i];
+    case Type::S8: return static_cast<const int8_t*>(data)[i];
+    case Type::U32: return static_cast<const uint32_t*>(data)[i];
+    case Type::S32: return static_cast<const int32_t*>(data)[i];
+  }
+  return 0;
+}
+
+void Store(Type t, void* data, size_t i, double v) {
+  switch (t) {
+    case Type::F16: static_cast<uint16_t*>(data)[i] = sample::FloatToHalf(static_cast<float>(v)); break;
+    case Type::F32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
+    case Type::U8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(v); break;
+    case Type::S8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v); break;
+    case Type::U32: static_cast<uint32_t*>(data)[i] = static_cast<uint32_t>(v); break;
+    case Type::S32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); break;
+  }
+}
+
+struct Matrix {
+  std::string use;  // a, b, acc
+  Type type;
+  uint32_t rows, cols;
+  std::string Shape() const { return std::to_string(rows) + "x" + std::to_string(cols); }
+  std::string Name() const { return use + "_" + Info(type).name + "_" + Shape(); }
+  std::string Label() const { return use + ":" + Info(type).name; }
+  size_t Elements() const { return size_t(rows) * cols; }
+};
+
+std::optional<Matrix> ParseMatrix(const std::string& spec) {  // "acc:f32:16x16"
+  const size_t a = spec.find(':'), b = spec.find(':', a + 1), x = spec.find('x', b + 1);
+  if (a == std::string::npos || b == std::string::npos || x == std::string::npos) return std::nullopt;
+  const std::string use = spec.substr(0, a);
+  const auto type = ParseType(spec.substr(a + 1, b - a - 1));
+  if ((use != "a" && use != "b" && use != "acc") || !type) return std::nullopt;
+  return Matrix{use, *type, static_cast<uint32_t>(std::stoul(spec.substr(b + 1, x - b - 1))),
+                static_cast<uint32_t>(std::stoul(spec.substr(x + 1)))};
+}
+
+// ---------------------------------------------------------------------------
+// Cases and the CPU reference
+
+enum WayIndex { kLayer, kNative, kWorkaround, kWays };
+constexpr const char* kWayNames[kWays] = {"layer", "nv", "khr"};
+
+struct Case {
+  std::string op;  // getcoord, perelem, reduce_row, ..., convert, transpose
+  Matrix source, result;
+  bool has[kWays] = {};
+  // The shader name stem, as samples/opbench/CMakeLists.txt builds it.
+  std::string Name() const {
+    std::string name = op + "_" + source.Name();
+    if (source.use != result.use || source.type != result.type)
+      name += "_to_" + result.use + "_" + Info(result.type).name;
+    return name;
+  }
+  std::string TypeLabel() const {
+    return source.Label() == result.Label() ? source.Label() : source.Label() + "->" + result.Label();
+  }
+};
+
+std::vector<Case> ReadCases(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) throw std::runtime_error("cannot open " + path);
+  std::vector<Case> cases;
+  std::string line;
+  while (std::getline(file, line)) {
+    std::istringstream in(line);
+    std::string op, source, result, ways;
+    if (!(in >> op) || op[0] == '#') continue;
+    in >> source >> result >> ways;
+    const auto s = ParseMatrix(source), r = ParseMatrix(result);
+    if (!s || !r || ways.empty()) throw std::runtime_error(path + ": bad line: " + line);
+    Case c{op, *s, *r};
+    for (int w = 0; w < kWays; ++w) c.has[w] = ("," + ways + ",").find(std::string(",") + kWayNames[w] + ",") != std::string::npos;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+// Wraps a value the way the component type's arithmetic does (u8/s8 only matter here).
+double Wrap(Type t, double v) {
+  if (t == Type::U8) return static_cast<uint8_t>(static_cast<int>(v));
+  if (t == Type::S8) return static_cast<int8_t>(static_cast<int>(v));
+  return v;
+}
+
+// Expected result of one matrix: `in` is row-major source, returns row-major result.
+std::vector<double> Reference(const Case& c, const double* in) {
+  const uint32_t R = c.source.rows, C = c.source.cols, R2 = c.result.rows, C2 = c.result.cols;
+  std::vector<double> out(size_t(R2) * C2, 0.0);
+  auto at = [&](uint32_t r, uint32_t col) { return in[size_t(r) * C + col]; };
+  for (uint32_t r = 0; r < R2; ++r) {
+    for (uint32_t col = 0; col < C2; ++col) {
+      double v = 0;
+      if (c.op == "getcoord" || c.op == "perelem") {
+        v = Wrap(c.source.type, at(r, col) * 2 + ((r * 3 + col) & 7));
+      } else if (c.op == "reduce_row") {
+        for (uint32_t k = 0; k < C; ++k) v += at(r, k);
+      } else if (c.op == "reduce_col") {
+        for (uint32_t k = 0; k < R; ++k) v += at(k, col);
+      } else if (c.op == "reduce_rowcol") {
+        for (size_t k = 0; k < size_t(R) * C; ++k) v += in[k];
+      } else if (c.op == "reduce_2x2") {
+        v = at(2 * r, 2 * col) + at(2 * r, 2 * col + 1) + at(2 * r + 1, 2 * col) + at(2 * r + 1, 2 * col + 1);
+      } else if (c.op == "transpose") {
+        v = at(col, r);
+      } else {  // convert
+        v = at(r, col);
+      }
+      out[size_t(r) * C2 + col] = v;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Running one case
+
+struct Options {
+  uint32_t matrices = 8192;
+  int runs = 15;
+  bool csv = false;
+  bool checkOnly = false;
+  std::string filter;
+};
+
+struct WayResult {
+  std::string status;  // "" not present, "ok", "WRONG", "FAILED", "n/a"
+  double us = 0;       // median per dispatch
+  double moduleUs = 0;
+  double compileUs = 0;  // vkCreateComputePipelines + what the first dispatch took beyond a normal one
+};
+
+struct CaseResult {
+  WayResult base;
+  WayResult ways[kWays];
+  double rewriteUs = 0;  // coopmat::LowerModule on the layer's module
+  uint32_t opsLowered = 0;
+};
+
+struct Variant {
+  std::unique_ptr<sample::Kernel> kernel;
+  WayResult* result;
+  std::vector<double> times;
+};
+
+CaseResult RunCase(const sample::Context& context, const Options& options, const Case& c) {
+  CaseResult out;
+  const bool shapeOk = context.flexibleDimensions() || (c.source.Shape() == "8x8" && c.result.Shape() == "8x8");
+  bool available[kWays] = {context.maintenance1(), context.nvCoopmat2(), true};
+  const uint32_t G = options.matrices;
+
+  // Input: small integers, exact in every type (0..7, or -4..3 for signed integers).
+  std::mt19937 rng(42);
+  const bool signedInt = c.source.type == Type::S8 || c.source.type == Type::S32;
+  std::uniform_int_distribution<int> dist(signedInt ? -4 : 0, signedInt ? 3 : 7);
+  std::vector<double> input(size_t(G) * c.source.Elements());
+  for (double& v : input) v = dist(rng);
+
+  sample::Buffer in(context, input.size() * Info(c.source.type).size);
+  for (size_t i = 0; i < input.size(); ++i) Store(c.source.type, in.data(), i, input[i]);
+  const size_t outElements = size_t(G) * c.result.Elements();
+  sample::Buffer out_(context, outElements * Info(c.result.type).size);
+  sample::Buffer baseOut(context, input.size() * Info(c.source.type).size);
+
+  std::vector<double> expected;
+  expected.reserve(outElements);
+  for (uint32_t g = 0; g < G; ++g) {
+    const std::vector<double> one = Reference(c, input.data() + size_t(g) * c.source.Elements());
+    expected.insert(expected.end(), one.begin(), one.end());
+  }
+
+  // Builds, runs once and checks one variant; returns it when its output is right.
+  auto prepare = [&](const std::string& shader, WayResult& result, sample::Buffer& output, Type outType,
+                     const std::vector<double>& want) -> std::unique_ptr<sample::Kernel> {
+    try {
+      const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + shader + ".spv");
+      auto kernel = std::make_unique<sample::Kernel>(context, spirv, sample::KernelOptions{.bindings = 2});
+      result.moduleUs = kernel->moduleMicroseconds();
+      kernel->Record({&in, &output}, G);
+      std::memset(output.data(), 0xA5, output.size());  // a pattern no correct result has
+      kernel->Run();
+      for (size_t i = 0; i < want.size(); ++i) {
+        if (Load(outType, output.data(), i) != want[i]) {
+          result.status = "WRONG";
+          return nullptr;
+        }
+      }
+      result.status = "ok";
+      return kernel;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "opbench: %s: %s\n", shader.c_str(), e.what());
+      result.status = "FAILED";
+      return nullptr;
+    }
+  };
+
+  std::vector<Variant> variants;
+  if (auto base = prepare("base_" + c.source.Name(), out.base, baseOut, c.source.type, input))
+    variants.push_back({std::move(base), &out.base, {}});
+  for (int w = 0; w < kWays; ++w) {
+    if (!c.has[w]) continue;
+    if (!available[w] || !shapeOk) {
+      out.ways[w].status = "n/a";
+      continue;
+    }
+    const std::string shader = c.Name() + "_" + kWayNames[w];
+    if (auto kernel = prepare(shader, out.ways[w], out_, c.result.type, expected))
+      variants.push_back({std::move(kernel), &out.ways[w], {}});
+    if (w == kLayer) {
+      // The rewrite alone, as the layer runs it at vkCreateShaderModule.
+      const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + shader + ".spv");
+      coopmat::LowerOptions lowerOptions;
+      lowerOptions.minSubgroupSize = context.subgroupSize();
+      std::vector<double> times;
+      for (int i = 0; i < 5; ++i) {
+        const coopmat::LowerResult lowered = coopmat::LowerModule(spirv, lowerOptions);
+        times.push_back(lowered.stats.microseconds);
+        out.opsLowered = lowered.stats.OpsLowered();
+      }
+      out.rewriteUs = sample::Median(times);
+    }
+  }
+
+  // Time the baseline and every correct variant in turn, so that a change in the
+  // machine's load hits them all alike.
+  if (!options.checkOnly && out.base.status == "ok") {
+    for (int warmup = 0; warmup < 2; ++warmup)
+      for (Variant& v : variants) v.kernel->Run();
+    for (int run = 0; run < options.runs; ++run)
+      for (Variant& v : variants) v.times.push_back(v.kernel->Run());
+    for (Variant& v : variants) v.result->us = sample::Median(v.times);
+  }
+  // lavapipe compiles to machine code at the first dispatch: count that as compilation.
+  for (Variant& v : variants)
+    v.result->compileUs = v.kernel->pipelineMicroseconds() +
+                          std::max(0.0, v.kernel->firstRunMicroseconds() - v.result->us);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Output
+
+// The added time of a way as text: microseconds, or its status when it has none.
+std::string Added(const CaseResult& r, int w, bool timed) {
+  const WayResult& way = r.ways[w];
+  if (way.status.empty()) return "";
+  if (way.status != "ok") return way.status;
+  if (!timed || r.base.us == 0) return "ok";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", way.us - r.base.us);
+  return text;
+}
+
+std::string Ratio(const CaseResult& r, int numerator, int denominator) {
+  const WayResult &n = r.ways[numerator], &d = r.ways[denominator];
+  if (n.status != "ok" || d.status != "ok" || n.us == 0) return "-";
+  const double dn = n.us - r.base.us, dd = d.us - r.base.us;
+  // An added time within 2% of the baseline is lost in the run-to-run noise.
+  if (dd < 0.02 * r.base.us) return "(~0)";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2fx", dn / dd);
+  return text;
+}
+
+// --filter: a comma-separated list; a case runs when its name contains any item.
+bool Selected(const Case& c, const std::string& filter) {
+  if (filter.empty()) return true;
+  size_t start = 0;
+  while (start <= filter.size()) {
+    const size_t end = std::min(filter.find(',', start), filter.size());
+    if (end > start && c.Name().find(filter.substr(start, end - start)) != std::string::npos) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: opbench [--matrices N] [--runs R] [--filter TEXT] [--csv] [--check-only]\n"
+               "  --matrices N  matrices (= workgroups of one subgroup) per dispatch (default 8192)\n"
+               "  --runs R      timed dispatches per kernel, interleaved; medians reported (default 15)\n"
+               "  --filter LIST only cases whose name contains one of the comma-separated items\n"
+               "                (names: <op>_<use>_<type>_<RxC>[_to_<use>_<type>], e.g. reduce_row,acc_f16_8x8)\n"
+               "  --csv         print op,shape,type,layer_us,native_us,workaround_us (added us per dispatch)\n"
+               "  --check-only  check every variant against the CPU reference, time nothing\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const bool hasValue = i + 1 < argc;
+    if (arg == "--matrices" && hasValue) options.matrices = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+    else if (arg == "--runs" && hasValue) options.runs = std::atoi(argv[++i]);
+    else if (arg == "--filter" && hasValue) options.filter = argv[++i];
+    else if (arg == "--csv") options.csv = true;
+    else if (arg == "--check-only") options.checkOnly = true;
+    else {
+      Usage();
+      return 2;
+    }
+  }
+  if (options.matrices == 0 || options.runs <= 0) {
+    Usage();
+    return 2;
+  }
+
+  try {
+    const std::vector<Case> cases = ReadCases(sample::ShaderDir() + "/cases.txt");
+    sample::Context context({.appName = "opbench", .uncachedPipelines = !options.checkOnly});
+    FILE* info = options.csv ? stderr : stdout;
+    std::fprintf(info, "device: %s (%s)\n", context.deviceName().c_str(), context.driverInfo().c_str());
+    std::fprintf(info, "ways: layer=%s native NV=%s workaround=yes; shapes beyond 8x8: %s\n",
+                 context.maintenance1() ? "yes" : "no", context.nvCoopmat2() ? "yes" : "no",
+                 context.flexibleDimensions() ? "yes (NV flexible dimensions)" : "no");
+    std::fprintf(info, "%u matrices per dispatch, one subgroup each; %s\n\n", options.matrices,
+                 options.checkOnly ? "checking only"
+                                   : ("median of " + std::to_string(options.runs) +
+                                      " interleaved dispatches; added = way - load+store baseline")
+                                         .c_str());
+
+    const bool timed = !options.checkOnly;
+    if (options.csv) std::printf("op,shape,type,layer_us,native_us,workaround_us\n");
+    else
+      std::printf("%-14s %-6s %-14s %9s | %9s %9s %10s | %8s %8s | %8s %8s | %8s %8s %8s\n", "op", "shape", "type",
+                  "base us", "layer", "native", "workaround", "l/native", "l/workar", "rewrite", "module", "pipe L",
+                  "pipe N", "pipe W");
+    bool failed = false;
+    std::vector<std::string> notes;
+    for (const Case& c : cases) {
+      if (!Selected(c, options.filter)) continue;
+      const CaseResult r = RunCase(context, options, c);
+      for (int w : {kLayer, kWorkaround}) {
+        const std::string& s = r.ways[w].status;
+        if (s == "WRONG" || s == "FAILED") {
+          failed = true;
+          notes.push_back(c.Name() + "_" + kWayNames[w] + ": " + s);
+        }
+      }
+      if (r.base.status != "ok") {
+        failed = true;
+        notes.push_back("base_" + c.source.Name() + ": " + r.base.status);
+      }
+      if (r.ways[kNative].status == "WRONG") notes.push_back(c.Name() + "_nv: WRONG (the driver's own operation)");
+      if (options.csv) {
+        std::printf("%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
+                    Added(r, kLayer, timed).c_str(), Added(r, kNative, timed).c_str(),
+                    Added(r, kWorkaround, timed).c_str());
+      } else {
+        auto ms = [](const WayResult& w) {
+          char text[16];
+          if (w.compileUs > 0) std::snprintf(text, sizeof(text), "%.1f", w.compileUs / 1000);
+          else std::snprintf(text, sizeof(text), "-");
+          return std::string(text);
+        };
+        char base[16], rewrite[16], module[16];
+        std::snprintf(base, sizeof(base), "%.0f", r.base.us);
+        std::snprintf(rewrite, sizeof(rewrite), "%.0f", r.rewriteUs);
+        std::snprintf(module, sizeof(module), "%.0f", r.ways[kLayer].moduleUs);
+        std::printf("%-14s %-6s %-14s %9s | %9s %9s %10s | %8s %8s | %8s %8s | %8s %8s %8s\n", c.op.c_str(),
+                    c.source.Shape().c_str(), c.TypeLabel().c_str(), timed ? base : "-",
+                    Added(r, kLayer, timed).c_str(), Added(r, kNative, timed).c_str(),
+                    Added(r, kWorkaround, timed).c_str(), timed ? Ratio(r, kLayer, kNative).c_str() : "-",
+                    timed ? Ratio(r, kLayer, kWorkaround).c_str() : "-", rewrite, module,
+                    ms(r.ways[kLayer]).c_str(), ms(r.ways[kNative]).c_str(), ms(r.ways[kWorkaround]).c_str());
+      }
+      std::fflush(stdout);
+    }
+    if (!options.csv) {
+      std::printf("\nlayer / native / workaround: time added to the load+store baseline, us per dispatch (blank: the way "
+                  "does not exist; WRONG: output differs from the CPU reference, not timed)\n"
+                  "l/native, l/workar: layer's added time / the other's ((~0): the other adds < 2%% of the baseline)\n"
+                  "rewrite: coopmat::LowerModule, us (median of 5); module: vkCreateShaderModule through the layer, us;\n"
+                  "pipe L/N/W: driver compile time, ms, of the layer's (rewritten), native and workaround modules:\n"
+                  "  vkCreateComputePipelines + the first dispatch's extra time (lavapipe JIT-compiles at first use)\n");
+    }
+    for (const std::string& note : notes) std::fprintf(info, "%s\n", note.c_str());
+    std::fprintf(info, "%s\n", failed ? "RESULT: FAILED (a layer or workaround variant is wrong)" : "RESULT: ok");
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "opbench: %s\n", e.what());
+    return 1;
+  }
+}
