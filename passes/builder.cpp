@@ -158,8 +158,8 @@ uint32_t Builder::ShiftRight(uint32_t a, uint32_t b) { return Fold(spv::Op::OpSh
 uint32_t Builder::And(uint32_t a, uint32_t b) { return Fold(spv::Op::OpBitwiseAnd, a, b); }
 uint32_t Builder::Or(uint32_t a, uint32_t b) { return Fold(spv::Op::OpBitwiseOr, a, b); }
 
-uint32_t Builder::ElementPointer(uint32_t var, uint32_t componentType, uint32_t index) {
-  return Emit(spv::Op::OpAccessChain, context_.types.Pointer(spv::StorageClass::Function, componentType), {var, index});
+uint32_t Builder::ElementPointer(uint32_t var, uint32_t componentType, uint32_t index, spv::StorageClass storage) {
+  return Emit(spv::Op::OpAccessChain, context_.types.Pointer(storage, componentType), {var, index});
 }
 
 uint32_t Builder::AsIntType(uint32_t value, uint32_t type) {

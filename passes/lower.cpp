@@ -54,6 +54,37 @@ void CollectCoordinateTypes(Context& c, const ir::Instruction& inst, std::vector
   out.push_back(info);
 }
 
+// Which entry points must learn Private coordinate tables for the non-entry
+// functions they reach (directly, or through Func/CombineFunc, or deeper).
+void PlanPrivateTables(Context& c) {
+  std::map<uint32_t, std::vector<uint32_t>> callees;
+  std::map<uint32_t, std::vector<CoopMatType>> needs;
+  for (const ir::Function& f : c.module.functions) {
+    const uint32_t id = f.definition.resultId;
+    for (const ir::Block& block : f.blocks)
+      for (const ir::Instruction& inst : block.instructions) {
+        if (inst.opcode == spv::Op::OpFunctionCall) callees[id].push_back(inst.Operand(0));
+        if (inst.opcode == spv::Op::OpCooperativeMatrixPerElementOpEXT) callees[id].push_back(inst.Operand(1));
+        if (inst.opcode == spv::Op::OpCooperativeMatrixReduceEXT) callees[id].push_back(inst.Operand(2));
+        if (!c.entryFunctions.count(id) && NeedsLowering(c, inst)) CollectCoordinateTypes(c, inst, needs[id]);
+      }
+  }
+  for (uint32_t entry : c.entryFunctions) {
+    std::set<uint32_t> seen{entry};
+    std::vector<uint32_t> stack{entry};
+    std::vector<CoopMatType>& learns = c.entryLearns[entry];
+    while (!stack.empty()) {
+      const uint32_t f = stack.back();
+      stack.pop_back();
+      for (const CoopMatType& type : needs[f])
+        if (std::none_of(learns.begin(), learns.end(), [&](const CoopMatType& t) { return t.id == type.id; })) learns.push_back(type);
+      for (uint32_t callee : callees[f])
+        if (seen.insert(callee).second) stack.push_back(callee);
+    }
+    if (learns.empty()) c.entryLearns.erase(entry);
+  }
+}
+
 void LowerFunction(Context& c, ir::Function& function) {
   std::vector<CoopMatType> coordinateTypes;
   bool any = false;
@@ -63,7 +94,8 @@ void LowerFunction(Context& c, ir::Function& function) {
         any = true;
         CollectCoordinateTypes(c, inst, coordinateTypes);
       }
-  if (!any) return;
+  const auto learns = c.entryLearns.find(function.definition.resultId);
+  if (!any && learns == c.entryLearns.end()) return;
   if (function.blocks.empty()) Fail("function %" + std::to_string(function.definition.resultId) + " has no blocks");
 
   // Entry block, after the variables: builtins, the slice base, learned tables.
@@ -81,6 +113,8 @@ void LowerFunction(Context& c, ir::Function& function) {
   fs.lane = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupLocalInvocationId)});
   fs.subgroupSize = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
   for (const CoopMatType& type : coordinateTypes) PrepareCoordinates(b, fs, type);
+  if (learns != c.entryLearns.end())
+    for (const CoopMatType& type : learns->second) LearnPrivateCoordinates(b, fs, type);
 
   // Lower in order, continuing after each replacement.
   size_t blockIndex = b.block(), index = b.index();
@@ -137,6 +171,21 @@ void CleanPreamble(Context& c) {
   }
 }
 
+// From SPIR-V 1.4 an entry point lists every global variable its call tree uses:
+// the Private tables go into the interface of each entry point that learns them.
+void ListPrivateTables(Context& c) {
+  if (c.module.SpirvMinor() < 4) return;
+  for (ir::Instruction& entry : c.module.entryPoints) {
+    auto learns = c.entryLearns.find(entry.Operand(1));
+    if (learns == c.entryLearns.end()) continue;
+    for (const CoopMatType& type : learns->second) {
+      const CoordinateTables& tables = c.privateTables.at(type.id);
+      for (uint32_t variable : {tables.rowVar, tables.colVar, tables.rowHighVar, tables.colHighVar})
+        if (variable) entry.operands.push_back(variable);
+    }
+  }
+}
+
 // Defensive: nothing of the extension may survive.
 void CheckNoLeftovers(const ir::Module& m) {
   for (const ir::Function& f : m.functions)
@@ -160,6 +209,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   for (const ir::Instruction& a : module.annotations)
     if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == kTransposeDecoration) c.transposed.insert(a.Operand(0));
   for (const ir::Function& f : module.functions) c.functionTypes[f.definition.resultId] = f.definition.Operand(1);
+  for (const ir::Instruction& entry : module.entryPoints) c.entryFunctions.insert(entry.Operand(1));
 
   bool anyWork = false;
   for (const ir::Function& f : module.functions)
@@ -167,8 +217,10 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
       for (const ir::Instruction& inst : block.instructions) anyWork |= NeedsLowering(c, inst);
   if (anyWork && module.SpirvMinor() < 3) Fail("SPV_EXT_cooperative_matrix_maintenance1 needs SPIR-V 1.3 or newer");
 
+  PlanPrivateTables(c);
   for (ir::Function& f : module.functions) LowerFunction(c, f);
   CleanPreamble(c);
+  ListPrivateTables(c);
   c.scratch.Finalize();
   CheckNoLeftovers(module);
   result.words = ir::Emit(module);

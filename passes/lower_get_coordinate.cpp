@@ -39,8 +39,10 @@ uint32_t EncodeElement(Builder& b, const CoopMatType& type, uint32_t value) {
   return b.And(value, b.U(type.componentBytes == 1 ? 0xffu : 0xffffu));
 }
 
-// One learned table: barrier, striped write of the coordinate matrix, barrier, load.
-uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool column, Part part, uint32_t base) {
+// One learned table: barrier, striped write of the coordinate matrix, barrier, load,
+// stored into `target` (a new Function variable when 0), which is returned.
+uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool column, Part part, uint32_t base,
+                    uint32_t target = 0) {
   Context& c = b.context();
   TypeManager& t = c.types;
   Scratch& scratch = c.scratch;
@@ -72,15 +74,16 @@ uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool
   });
   scratch.Barrier(b);
   const uint32_t matrix = scratch.LoadMatrix(b, fs, type, /*columnMajor=*/false, scratch.StrideWords(b, type));
-  const uint32_t variable = b.Variable(type.id);
+  const uint32_t variable = target ? target : b.Variable(type.id);
   b.EmitVoid(spv::Op::OpStore, {variable, matrix});
   return variable;
 }
 
 // Element `index` of a learned table as a uint.
-uint32_t ReadTable(Builder& b, const CoopMatType& type, uint32_t variable, uint32_t index) {
+uint32_t ReadTable(Builder& b, const CoopMatType& type, uint32_t variable, uint32_t index, spv::StorageClass storage) {
   TypeManager& t = b.types();
-  const uint32_t element = b.Emit(spv::Op::OpLoad, type.componentType, {b.ElementPointer(variable, type.componentType, index)});
+  const uint32_t element =
+      b.Emit(spv::Op::OpLoad, type.componentType, {b.ElementPointer(variable, type.componentType, index, storage)});
   if (type.componentFloat) return b.Emit(spv::Op::OpConvertFToU, t.Uint(), {element});
   if (type.componentBytes == 4) return b.AsIntType(element, t.Uint());
   return b.Emit(spv::Op::OpUConvert, t.Uint(), {element});
@@ -88,8 +91,47 @@ uint32_t ReadTable(Builder& b, const CoopMatType& type, uint32_t variable, uint3
 
 }  // namespace
 
+const CoordinateTables& PrivateCoordinates(Context& c, const CoopMatType& type) {
+  if (auto it = c.privateTables.find(type.id); it != c.privateTables.end()) return it->second;
+  TypeManager& t = c.types;
+  auto variable = [&] {
+    const uint32_t id = c.module.TakeId();
+    t.AddGlobal(ir::Instruction(spv::Op::OpVariable, t.Pointer(spv::StorageClass::Private, type.id), id,
+                                {static_cast<uint32_t>(spv::StorageClass::Private)}));
+    return id;
+  };
+  CoordinateTables tables;
+  tables.storage = spv::StorageClass::Private;
+  tables.rowVar = variable();
+  tables.colVar = variable();
+  if (NeedsSplit(t, type)) {
+    tables.splitBase = SplitBase(type);
+    tables.rowHighVar = variable();
+    tables.colHighVar = variable();
+  }
+  return c.privateTables[type.id] = tables;
+}
+
+void LearnPrivateCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& type) {
+  const CoordinateTables tables = PrivateCoordinates(entry.context(), type);
+  const bool split = tables.splitBase != 0;
+  const Part low = split ? Part::Low : Part::Whole;
+  LearnTable(entry, fs, type, false, low, tables.splitBase, tables.rowVar);
+  LearnTable(entry, fs, type, true, low, tables.splitBase, tables.colVar);
+  if (split) {
+    LearnTable(entry, fs, type, false, Part::High, tables.splitBase, tables.rowHighVar);
+    LearnTable(entry, fs, type, true, Part::High, tables.splitBase, tables.colHighVar);
+  }
+}
+
 void PrepareCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& type) {
   if (fs.coordinates.count(type.id)) return;
+  if (!entry.context().entryFunctions.count(fs.function.definition.resultId)) {
+    // Not an entry point: it may be called from non-uniform control flow, so it
+    // reads the tables its callers' entry points learned.
+    fs.coordinates[type.id] = PrivateCoordinates(entry.context(), type);
+    return;
+  }
   CoordinateTables tables;
   if (NeedsSplit(entry.types(), type)) {
     tables.splitBase = SplitBase(type);
@@ -108,10 +150,10 @@ uint32_t ReadCoordinate(Builder& b, FunctionState& fs, const CoopMatType& type, 
   auto it = fs.coordinates.find(type.id);
   if (it == fs.coordinates.end()) Fail("internal error: no coordinate tables for type %" + std::to_string(type.id));
   const CoordinateTables& tables = it->second;
-  const uint32_t low = ReadTable(b, type, column ? tables.colVar : tables.rowVar, index);
+  const uint32_t low = ReadTable(b, type, column ? tables.colVar : tables.rowVar, index, tables.storage);
   const uint32_t highVar = column ? tables.colHighVar : tables.rowHighVar;
   if (!highVar) return low;
-  const uint32_t high = ReadTable(b, type, highVar, index);
+  const uint32_t high = ReadTable(b, type, highVar, index, tables.storage);
   return b.Add(b.Mul(high, b.U(tables.splitBase)), low);
 }
 

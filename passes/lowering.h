@@ -61,6 +61,18 @@ class Scratch {
   std::set<std::pair<uint32_t, uint32_t>> requiredTypes_;  // (type, extra bytes per element)
 };
 
+// Learned element->coordinate tables for one matrix type in one function.
+struct CoordinateTables {
+  uint32_t rowVar = 0, colVar = 0;            // variables of the matrix type
+  uint32_t rowHighVar = 0, colHighVar = 0;    // set when a coordinate is split in low/high parts
+  uint32_t splitBase = 0;                     // the part base (e.g. 256 for 8-bit types)
+  // Function: learned in the function's own entry block (entry points). Private:
+  // learned by every entry point that reaches the function, at its start, so a
+  // function called from non-uniform control flow (GetCoordinate is not tangled)
+  // never runs the tangled learning itself.
+  spv::StorageClass storage = spv::StorageClass::Function;
+};
+
 struct Context {
   ir::Module& module;
   TypeManager& types;
@@ -70,6 +82,11 @@ struct Context {
   std::set<uint32_t> transposed;  // results decorated CooperativeMatrixTransposeEXT
   std::map<uint32_t, uint32_t> functionTypes;  // OpFunction id -> OpTypeFunction id
   std::map<spv::BuiltIn, uint32_t> builtins;   // builtin -> Input variable
+  std::set<uint32_t> entryFunctions;           // functions named by an OpEntryPoint
+  // Private coordinate tables shared by the non-entry functions, by matrix type, and
+  // the entry points that must learn them.
+  std::map<uint32_t, CoordinateTables> privateTables;
+  std::map<uint32_t, std::vector<CoopMatType>> entryLearns;  // entry function -> types
   Scratch scratch;
 
   Context(ir::Module& m, TypeManager& t, const LowerOptions& o, LowerStats& s)
@@ -85,13 +102,6 @@ struct Context {
   // Whether the driver is known to support a subgroup-scope matrix of this component
   // type, constant dimensions and Use (LowerOptions::supportedMatrixTypes).
   bool IsSupportedMatrix(uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use) const;
-};
-
-// Learned element->coordinate tables for one matrix type in one function.
-struct CoordinateTables {
-  uint32_t rowVar = 0, colVar = 0;            // Function variables of the matrix type
-  uint32_t rowHighVar = 0, colHighVar = 0;    // set when a coordinate is split in low/high parts
-  uint32_t splitBase = 0;                     // the part base (e.g. 256 for 8-bit types)
 };
 
 struct FunctionState {
@@ -134,7 +144,8 @@ class Builder {
   uint32_t U(uint32_t value) { return context_.types.UintConstant(value); }
 
   // Element `index` of the matrix held in Function variable `var` of `matrixType`.
-  uint32_t ElementPointer(uint32_t var, uint32_t componentType, uint32_t index);
+  uint32_t ElementPointer(uint32_t var, uint32_t componentType, uint32_t index,
+                          spv::StorageClass storage = spv::StorageClass::Function);
   // Converts a 32-bit int value to `type` (another 32-bit int type) by bitcast when needed.
   uint32_t AsIntType(uint32_t value, uint32_t type);
 
@@ -152,6 +163,10 @@ class Builder {
 // Per-operation lowerings; each replaces the instruction (already removed) at the
 // builder's cursor and gives its final value the original result id.
 void PrepareCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& type);
+// Declares the Private tables of `type` (once) in context.privateTables.
+const CoordinateTables& PrivateCoordinates(Context& context, const CoopMatType& type);
+// Learns `type`'s Private tables at the builder's cursor (an entry point's entry block).
+void LearnPrivateCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& type);
 uint32_t ReadCoordinate(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t index, bool column);
 void LowerGetCoordinate(Builder& b, FunctionState& fs, const ir::Instruction& inst);
 void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst);

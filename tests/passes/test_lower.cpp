@@ -36,6 +36,7 @@ const std::map<std::string, Expected> kShaders = {
     {"local_size_id", {0, 0, 1, 1, 0, 1}},
     {"coordinates_large", {4, 0, 0, 0, 1, 0}},
     {"convert_mixed", {0, 0, 7, 1, 0, 0}},
+    {"functions", {2, 0, 0, 0, 1, 1}},
 };
 
 coopmat::LowerResult Lower(const std::vector<uint32_t>& words, coopmat::LowerOptions options = {}) {
@@ -91,7 +92,8 @@ std::set<uint32_t> CallbackFunctions(const Module& m) {
 
 TEST_CASE("every test shader lowers to valid KHR-only SPIR-V", "[lower]") {
   const std::string name = GENERATE("getcoord", "convert_use", "convert_type", "per_element", "reduce", "spec_dims",
-                                    "local_size_id", "coordinates_large", "convert_mixed");
+                                    "local_size_id", "coordinates_large", "convert_mixed",
+                                    "functions");
   const std::string env = GENERATE("spirv1.3", "spirv1.5", "spirv1.6");
   INFO(name << " " << env);
   const auto input = passtest::LoadShader(name, env);
@@ -168,6 +170,52 @@ TEST_CASE("GetCoordinate learns the layout once per matrix type and function", "
   CHECK(passtest::CountOpcode(m, spv::Op::OpLoopMerge) == 4 + 8);  // the shader's 4 loops + one write loop per table
   CHECK(result.stats.scratchBytesPerSubgroup == 8 * 8 * 4);
   CHECK(passtest::CountOpcode(m, spv::Op::OpConvertUToF) >= 2);  // f16 and f32 tables are written as floats
+}
+
+TEST_CASE("functions other than the entry point read coordinate tables their entry point learned", "[lower]") {
+  const std::string env = GENERATE("spirv1.3", "spirv1.5", "spirv1.6");
+  INFO(env);
+  const auto input = passtest::LoadShader("functions", env);
+  const Module before = passtest::ParseOrFail(input);
+  // The functions that hold GetCoordinate (called from non-uniform control flow).
+  std::set<uint32_t> getCoordinateFunctions;
+  for (const auto& f : before.functions)
+    for (const auto& block : f.blocks)
+      for (const auto& i : block.instructions)
+        if (i.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT) getCoordinateFunctions.insert(f.definition.resultId);
+  REQUIRE(getCoordinateFunctions.size() == 2);
+
+  const auto result = Lower(input);
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  std::set<uint32_t> privateTables;
+  for (const auto& g : m.globals)
+    if (g.opcode == spv::Op::OpVariable && g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Private))
+      privateTables.insert(g.resultId);
+  // f32 8x8 Acc: row and column; u8 8x512 B: split, four tables.
+  CHECK(privateTables.size() == 2 + 4);
+  const uint32_t entry = m.entryPoints.at(0).Operand(1);
+  for (const auto& f : m.functions) {
+    size_t barriers = 0, matrixLoads = 0, privateStores = 0, privateReads = 0;
+    for (const auto& block : f.blocks)
+      for (const auto& i : block.instructions) {
+        barriers += i.opcode == spv::Op::OpControlBarrier;
+        matrixLoads += i.opcode == spv::Op::OpCooperativeMatrixLoadKHR;
+        privateStores += i.opcode == spv::Op::OpStore && privateTables.count(i.Operand(0));
+        privateReads += i.opcode == spv::Op::OpAccessChain && privateTables.count(i.Operand(0));
+      }
+    INFO("function %" << f.definition.resultId);
+    if (getCoordinateFunctions.count(f.definition.resultId)) {
+      CHECK(barriers == 0);
+      CHECK(matrixLoads == 0);
+      CHECK(privateReads > 0);
+    }
+    CHECK(privateStores == (f.definition.resultId == entry ? privateTables.size() : 0));
+  }
+  // From SPIR-V 1.4 the entry point lists the Private tables.
+  const auto& interface = m.entryPoints.at(0).operands;
+  for (uint32_t variable : privateTables)
+    CHECK((std::find(interface.begin(), interface.end(), variable) != interface.end()) == (m.SpirvMinor() >= 4));
 }
 
 TEST_CASE("coordinates past a narrow type's exact range are split into low and high parts", "[lower]") {
