@@ -195,6 +195,7 @@ std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, s
   if (!grid.literalLocalSize) job.specialization.push_back({0, 8 * grid.subgroupsPerGroup});
   job.groupCountX = grid.groups;
   job.requiredSubgroupSize = grid.requiredSubgroupSize;
+  job.requireFullSubgroups = grid.fullSubgroups;
   const cmtest::ComputeResult r = cmtest::RunCompute(env.device(), job, buffers);
   return r ? "" : r.Describe();
 }

@@ -104,6 +104,9 @@ struct Grid {
   uint32_t groups = 2;
   bool literalLocalSize = false;
   uint32_t requiredSubgroupSize = 0;
+  // VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT; only SPIR-V 1.6
+  // modules may leave it off (VUID-RuntimeSpirv-OpTypeCooperativeMatrixKHR-10770).
+  bool fullSubgroups = true;
   uint32_t matrices() const { return subgroupsPerGroup * groups; }
 };
 

@@ -51,14 +51,14 @@ std::string RunCombo(const Env& env, uint32_t rows, uint32_t cols, bool doReduce
 }
 
 void Check(const Env& env, uint32_t rows, uint32_t cols) {
+  // The reduce branch taken with one subgroup per workgroup, skipped with four.
   for (const std::string& targetEnv : TargetEnvs())
-    for (bool doReduce : {true, false})
-      for (const Grid& grid : {Grid{1, 2}, Grid{4, 1}}) {
-        const std::string result = RunCombo(env, rows, cols, doReduce, targetEnv, grid);
-        INFO("combo_" << rows << "x" << cols << "." << targetEnv << " reduce=" << doReduce << " subgroups/group="
-                      << grid.subgroupsPerGroup << ": " << result);
-        CHECK(result.empty());
-      }
+    for (auto [doReduce, grid] : {std::pair{true, Grid{1, 2}}, std::pair{false, Grid{4, 1}}}) {
+      const std::string result = RunCombo(env, rows, cols, doReduce, targetEnv, grid);
+      INFO("combo_" << rows << "x" << cols << "." << targetEnv << " reduce=" << doReduce << " subgroups/group="
+                    << grid.subgroupsPerGroup << ": " << result);
+      CHECK(result.empty());
+    }
 }
 
 }  // namespace
@@ -70,4 +70,16 @@ TEST_CASE("combined_ops_loop_branch_function", "[exec][combo]") {
   }
   EXEC_ENV(env, .flex = true);
   Check(env, 16, 32);
+}
+
+// SPIR-V 1.6 modules may run without REQUIRE_FULL_SUBGROUPS (the local size is
+// still a multiple of 8, so lavapipe's subgroups are full anyway).
+TEST_CASE("spirv16_without_require_full_subgroups", "[exec][workgroup]") {
+  EXEC_ENV(env, .flex = true);
+  const std::vector<std::string> env16 = {"spirv1.6"};
+  const std::vector<Grid> grids = {Grid{1, 2, false, 0, false}, Grid{4, 1, false, 0, false}};
+  CheckAll(env, std::vector<GetCoordCase>{{Use::B, T::F16, 8, 8}}, grids, env16);
+  CheckAll(env, std::vector<ReduceCase>{{kColumn, Combine::Sum, T::F32, 16, 16, 16, 16}}, grids, env16);
+  CheckAll(env, std::vector<ConvertCase>{{Use::Acc, T::F16, 8, 8, Use::A, T::F16, true}}, grids, env16);
+  CheckAll(env, std::vector<PerElemCase>{{ElemOp::RowCol, Use::A, T::F16, 16, 32}}, grids, env16);
 }

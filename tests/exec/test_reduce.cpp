@@ -105,7 +105,7 @@ TEST_CASE("reduce_app_shared_memory", "[exec][reduce][shared]") {
 TEST_CASE("reduce_spec_constant_dims", "[exec][reduce][spec]") {
   EXEC_ENV(env, .flex = true);
   std::vector<ReduceCase> cases;
-  for (auto [r, c] : std::vector<std::pair<uint32_t, uint32_t>>{{8, 8}, {16, 16}, {16, 32}, {32, 16}}) {
+  for (auto [r, c] : std::vector<std::pair<uint32_t, uint32_t>>{{8, 8}, {16, 32}, {32, 16}}) {
     cases.push_back({kRow, Combine::Sum, T::F32, r, c, r, c, "", true});
     cases.push_back({kColumn, Combine::Max, T::S32, r, c, r, c, "", true});
     if (r > 8 && c > 8) cases.push_back({k2x2, Combine::Sum, T::F32, r, c, r / 2, c / 2, "", true});
