@@ -33,12 +33,40 @@ CoopMatType MakeType(Context& c, uint32_t component, uint32_t scope, uint32_t ro
   return *info;
 }
 
-// The low bits of a uint holding the scalar `value` of `type`'s component type
-// (8/16-bit ints zero-extended, 32-bit values bitcast). f16 is packed by the caller.
-uint32_t ScalarBits(Builder& b, const CoopMatType& type, uint32_t value) {
+// Element k (row-major) of the source in the slice. Integers come back as a
+// 32-bit uint, sign- or zero-extended; floats as the component type.
+uint32_t ReadWide(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t k, bool signExtend) {
+  Scratch& scratch = b.context().scratch;
+  if (type.componentFloat) return scratch.ReadElement(b, fs, type, k);
+  if (type.componentBytes == 4) return scratch.LoadWord(b, fs, k);
+  const uint32_t bits = 8 * type.componentBytes;
+  const uint32_t perWord = 4 / type.componentBytes;
+  const uint32_t word = scratch.LoadWord(b, fs, b.Div(k, b.U(perWord)));
+  const uint32_t low = b.ShiftRight(word, b.Mul(b.Mod(k, b.U(perWord)), b.U(bits)));
+  if (!signExtend) return b.And(low, b.U((1u << bits) - 1));
+  const uint32_t top = b.ShiftLeft(low, b.U(32 - bits));
+  return b.Emit(spv::Op::OpShiftRightArithmetic, b.types().Uint(), {top, b.U(32 - bits)});
+}
+
+// The conversion `op` of one element, in 32-bit integer arithmetic wherever an
+// integer is involved, so no 8/16-bit integer scalar (and so no Int8/Int16
+// arithmetic) is needed. Integer results are the low bits of a uint; float
+// results have the destination type.
+uint32_t ConvertScalar(Builder& b, FunctionState& fs, spv::Op op, const CoopMatType& from, const CoopMatType& to, uint32_t k) {
   TypeManager& t = b.types();
-  if (type.componentBytes == 4) return type.componentType == t.Uint() ? value : b.Emit(spv::Op::OpBitcast, t.Uint(), {value});
-  return b.Emit(spv::Op::OpUConvert, t.Uint(), {value});
+  const uint32_t int32 = t.Int(32, true);
+  switch (op) {
+    case spv::Op::OpUConvert: return ReadWide(b, fs, from, k, false);
+    case spv::Op::OpSConvert: return ReadWide(b, fs, from, k, true);
+    case spv::Op::OpConvertUToF: return b.Emit(op, to.componentType, {ReadWide(b, fs, from, k, false)});
+    case spv::Op::OpConvertSToF:
+      return b.Emit(op, to.componentType, {b.Emit(spv::Op::OpBitcast, int32, {ReadWide(b, fs, from, k, true)})});
+    case spv::Op::OpConvertFToU: return b.Emit(op, t.Uint(), {ReadWide(b, fs, from, k, false)});
+    case spv::Op::OpConvertFToS:
+      return b.Emit(spv::Op::OpBitcast, t.Uint(), {b.Emit(op, int32, {ReadWide(b, fs, from, k, false)})});
+    case spv::Op::OpFConvert: return b.Emit(op, to.componentType, {ReadWide(b, fs, from, k, false)});
+    default: Fail(std::string("internal error: unexpected conversion ") + spv::OpToString(op));
+  }
 }
 
 // Converts component type and Use through the scratch, with scalar conversions
@@ -60,19 +88,22 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
   const uint32_t destWords = b.Div(elements, b.U(perWord));
   b.Loop(fs.lane, destWords, fs.subgroupSize, [&](uint32_t w) {
     std::vector<uint32_t> converted;
-    for (uint32_t j = 0; j < perWord; ++j) {
-      const uint32_t k = b.Add(b.Mul(w, b.U(perWord)), b.U(j));
-      const uint32_t element = scratch.ReadElement(b, fs, from, k);
-      converted.push_back(b.Emit(inst.opcode, to.componentType, {element}));
-    }
+    for (uint32_t j = 0; j < perWord; ++j)
+      converted.push_back(ConvertScalar(b, fs, inst.opcode, from, to, b.Add(b.Mul(w, b.U(perWord)), b.U(j))));
     uint32_t word = 0;
     if (to.componentFloat && to.componentBytes == 2) {
       const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(to.componentType, 2), converted);
       word = b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
+    } else if (to.componentFloat) {
+      word = b.Emit(spv::Op::OpBitcast, t.Uint(), {converted[0]});
+    } else if (to.componentBytes == 4) {
+      word = converted[0];
     } else {
-      word = ScalarBits(b, to, converted[0]);
-      for (uint32_t j = 1; j < perWord; ++j)
-        word = b.Or(word, b.ShiftLeft(ScalarBits(b, to, converted[j]), b.U(j * 8 * to.componentBytes)));
+      const uint32_t bits = 8 * to.componentBytes;
+      for (uint32_t j = 0; j < perWord; ++j) {
+        const uint32_t part = b.ShiftLeft(b.And(converted[j], b.U((1u << bits) - 1)), b.U(j * bits));
+        word = j ? b.Or(word, part) : part;
+      }
     }
     scratch.StoreWord(b, fs, b.Add(sourceWords, w), word);
   });

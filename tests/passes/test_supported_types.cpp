@@ -136,6 +136,14 @@ TEST_CASE("the intermediate type decides between the register and the scratch co
     // Each lane converts whole words: two f16 FConverts per word, for each of the two f32 -> f16 conversions.
     CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpFConvert)}) == 2 * 2);
     CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpConvertUToF)}) >= 1);
+    // Integer conversions run in 32-bit arithmetic: no instruction yields an 8-bit scalar.
+    std::set<uint32_t> narrowInts;
+    for (const auto& g : m.globals)
+      if (g.opcode == spv::Op::OpTypeInt && g.Operand(0) == 8) narrowInts.insert(g.resultId);
+    size_t narrowValues = 0;
+    passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) { narrowValues += narrowInts.count(i.typeId); });
+    CHECK(narrowValues == 0);
+    CHECK(coopmat::ValidateModule(result.words).empty());
   }
   SECTION("lavapipe: only the 8x8 f16 Accumulator is added, the u8/s8 conversions stay scalar") {
     const auto options = Lavapipe();
