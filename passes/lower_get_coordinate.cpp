@@ -169,8 +169,16 @@ void LowerGetCoordinate(Builder& b, FunctionState& fs, const ir::Instruction& in
       t.ScalarWidth(result->Operand(0)) != 32)
     Fail(Describe(inst) + ": Result Type must be a vector of two 32-bit integers");
   const uint32_t component = result->Operand(0);
-  const uint32_t row = b.AsIntType(ReadCoordinate(b, fs, type, inst.operands[1], false), component);
-  const uint32_t col = b.AsIntType(ReadCoordinate(b, fs, type, inst.operands[1], true), component);
+  // The result for an Index past the length is undefined, but reading the table
+  // there would access past a Function/Private variable: read element 0 instead.
+  uint32_t index = b.AsIntType(inst.operands[1], t.Uint());
+  if (auto constant = t.ConstantValue(index); !constant || *constant != 0) {
+    const uint32_t length = b.Emit(spv::Op::OpCooperativeMatrixLengthKHR, t.Uint(), {type.id});
+    const uint32_t inRange = b.Emit(spv::Op::OpULessThan, t.Bool(), {index, length});
+    index = b.Emit(spv::Op::OpSelect, t.Uint(), {inRange, index, b.U(0)});
+  }
+  const uint32_t row = b.AsIntType(ReadCoordinate(b, fs, type, index, false), component);
+  const uint32_t col = b.AsIntType(ReadCoordinate(b, fs, type, index, true), component);
   b.Emit(spv::Op::OpCompositeConstruct, inst.typeId, {row, col}, inst.resultId);
   ++c.stats.getCoordinate;
 }

@@ -1,6 +1,8 @@
 // OpCooperativeMatrixReduceEXT: the source goes row-major into the scratch slice;
 // each result element this invocation holds is then combined from the source
 // elements it covers, read back as scalars, with OpFunctionCall CombineFunc.
+#include <functional>
+
 #include "lowering.h"
 
 namespace coopmat {
@@ -8,16 +10,17 @@ namespace {
 
 constexpr uint32_t kRow = 1, kColumn = 2, kRowColumn = 3, k2x2 = 4;
 
+using ReadFn = std::function<uint32_t(uint32_t)>;  // row-major source element k, as the component type
+
 // acc = combine over k in [begin, end) step `step` of source[first + k*stride], with
 // acc starting at source[first]; returns the loaded accumulator.
-uint32_t CombineRange(Builder& b, FunctionState& fs, const CoopMatType& source, uint32_t combine, uint32_t first,
+uint32_t CombineRange(Builder& b, const CoopMatType& source, const ReadFn& read, uint32_t combine, uint32_t first,
                       uint32_t count, uint32_t stride) {
-  Scratch& scratch = b.context().scratch;
   const uint32_t component = source.componentType;
   const uint32_t acc = b.Variable(component);
-  b.EmitVoid(spv::Op::OpStore, {acc, scratch.ReadElement(b, fs, source, first)});
+  b.EmitVoid(spv::Op::OpStore, {acc, read(first)});
   b.Loop(b.U(1), count, b.U(1), [&](uint32_t k) {
-    const uint32_t element = scratch.ReadElement(b, fs, source, b.Add(first, b.Mul(k, stride)));
+    const uint32_t element = read(b.Add(first, b.Mul(k, stride)));
     const uint32_t current = b.Emit(spv::Op::OpLoad, component, {acc});
     b.EmitVoid(spv::Op::OpStore, {acc, b.Emit(spv::Op::OpFunctionCall, component, {combine, current, element})});
   });
@@ -44,7 +47,9 @@ void LowerReduce(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
       c.ReturnType(combine) != source.componentType)
     Fail(Describe(inst) + ": CombineFunc must take two and return one value of the component type");
   auto dim = [&](uint32_t id) { return t.ConstantValue(id); };
-  auto sameDim = [&](uint32_t x, uint32_t y) { return x == y || (dim(x) && dim(x) == dim(y)); };
+  // Dimensions that are specialization constants are checked only at pipeline creation, by nobody:
+  // they are taken as valid here, and the reads below are clamped to the source.
+  auto sameDim = [&](uint32_t x, uint32_t y) { return x == y || !dim(x) || !dim(y) || dim(x) == dim(y); };
   if (mask == kRow && !sameDim(result.rowsId, source.rowsId)) Fail(Describe(inst) + ": a Row reduction keeps the row count");
   if (mask == kColumn && !sameDim(result.colsId, source.colsId)) Fail(Describe(inst) + ": a Column reduction keeps the column count");
   if (mask == k2x2 && dim(source.rowsId) && dim(result.rowsId) && dim(source.colsId) && dim(result.colsId) &&
@@ -55,9 +60,18 @@ void LowerReduce(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
   scratch.StoreMatrix(b, fs, inst.operands[0], source);
   const uint32_t sourceCols = source.colsId;
   const uint32_t sourceRows = source.rowsId;
+  const bool constantShapes = dim(source.rowsId) && dim(source.colsId) && dim(result.rowsId) && dim(result.colsId);
+  const uint32_t sourceElements = b.Mul(sourceRows, sourceCols);
+  const ReadFn read = [&](uint32_t k) {
+    if (!constantShapes) {  // a result larger than the source allows (invalid) must not read past the slice
+      const uint32_t inRange = b.Emit(spv::Op::OpULessThan, t.Bool(), {k, sourceElements});
+      k = b.Emit(spv::Op::OpSelect, t.Uint(), {inRange, k, b.U(0)});
+    }
+    return scratch.ReadElement(b, fs, source, k);
+  };
 
   if (mask == kRowColumn) {
-    const uint32_t total = CombineRange(b, fs, source, combine, b.U(0), b.Mul(sourceRows, sourceCols), b.U(1));
+    const uint32_t total = CombineRange(b, source, read, combine, b.U(0), sourceElements, b.U(1));
     b.Emit(spv::Op::OpCompositeConstruct, result.id, {total}, inst.resultId);
     ++c.stats.reduce;
     return;
@@ -70,16 +84,16 @@ void LowerReduce(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
     const uint32_t col = ReadCoordinate(b, fs, result, i, true);
     uint32_t value = 0;
     if (mask == kRow) {
-      value = CombineRange(b, fs, source, combine, b.Mul(row, sourceCols), sourceCols, b.U(1));
+      value = CombineRange(b, source, read, combine, b.Mul(row, sourceCols), sourceCols, b.U(1));
     } else if (mask == kColumn) {
-      value = CombineRange(b, fs, source, combine, col, sourceRows, sourceCols);
+      value = CombineRange(b, source, read, combine, col, sourceRows, sourceCols);
     } else {  // 2x2: source (2r,2c), (2r+1,2c), (2r,2c+1), (2r+1,2c+1)
       const uint32_t topLeft = b.Add(b.Mul(b.Mul(row, b.U(2)), sourceCols), b.Mul(col, b.U(2)));
       const uint32_t bottomLeft = b.Add(topLeft, sourceCols);
       const uint32_t component = source.componentType;
-      value = scratch.ReadElement(b, fs, source, topLeft);
+      value = read(topLeft);
       for (uint32_t k : {bottomLeft, b.Add(topLeft, b.U(1)), b.Add(bottomLeft, b.U(1))})
-        value = b.Emit(spv::Op::OpFunctionCall, component, {combine, value, scratch.ReadElement(b, fs, source, k)});
+        value = b.Emit(spv::Op::OpFunctionCall, component, {combine, value, read(k)});
     }
     b.EmitVoid(spv::Op::OpStore, {b.ElementPointer(resultVar, result.componentType, i), value});
   });

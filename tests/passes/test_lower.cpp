@@ -37,6 +37,7 @@ const std::map<std::string, Expected> kShaders = {
     {"coordinates_large", {4, 0, 0, 0, 1, 0}},
     {"convert_mixed", {0, 0, 7, 1, 0, 0}},
     {"functions", {2, 0, 0, 0, 1, 1}},
+    {"reduce_spec", {0, 0, 0, 0, 0, 2}},
 };
 
 coopmat::LowerResult Lower(const std::vector<uint32_t>& words, coopmat::LowerOptions options = {}) {
@@ -93,7 +94,7 @@ std::set<uint32_t> CallbackFunctions(const Module& m) {
 TEST_CASE("every test shader lowers to valid KHR-only SPIR-V", "[lower]") {
   const std::string name = GENERATE("getcoord", "convert_use", "convert_type", "per_element", "reduce", "spec_dims",
                                     "local_size_id", "coordinates_large", "convert_mixed",
-                                    "functions");
+                                    "functions", "reduce_spec");
   const std::string env = GENERATE("spirv1.3", "spirv1.5", "spirv1.6");
   INFO(name << " " << env);
   const auto input = passtest::LoadShader(name, env);
@@ -216,6 +217,26 @@ TEST_CASE("functions other than the entry point read coordinate tables their ent
   const auto& interface = m.entryPoints.at(0).operands;
   for (uint32_t variable : privateTables)
     CHECK((std::find(interface.begin(), interface.end(), variable) != interface.end()) == (m.SpirvMinor() >= 4));
+}
+
+TEST_CASE("reductions with specialization-constant shapes are accepted and read inside the source", "[lower]") {
+  // A Row reduction whose result rows are a different specialization constant was rejected before.
+  const auto result = Lower(passtest::LoadShader("reduce_spec", "spirv1.6"));
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  CHECK(result.stats.reduce == 2);
+  // Every source read is clamped: Row reads once before and once inside its loop, 2x2 four times.
+  CHECK(passtest::CountOpcode(m, spv::Op::OpSelect) >= 2 + 4);
+  // Constant shapes need no clamp.
+  const Module constant = passtest::ParseOrFail(Lower(passtest::LoadShader("reduce", "spirv1.6")).words);
+  CHECK(passtest::CountOpcode(constant, spv::Op::OpSelect) == 0);
+}
+
+TEST_CASE("GetCoordinate reads its tables at an index clamped to the matrix length", "[lower]") {
+  const auto result = Lower(passtest::LoadShader("getcoord", "spirv1.5"));
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(passtest::CountOpcode(m, spv::Op::OpSelect) >= result.stats.getCoordinate);
+  CHECK(passtest::CountOpcode(m, spv::Op::OpCooperativeMatrixLengthKHR) >= result.stats.getCoordinate);
 }
 
 TEST_CASE("coordinates past a narrow type's exact range are split into low and high parts", "[lower]") {
