@@ -13,12 +13,13 @@
 // Every way is checked before it is timed; a wrong result is reported, not timed.
 //
 //   attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]
-//             [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--check-only]
+//             [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--compile-times] [--check-only]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -37,10 +38,11 @@ constexpr double kLseTolerance = 1e-3;     // max |lse - reference|
 struct Options {
   uint32_t seq = 256, dim = 64, heads = 4, batch = 1;
   bool causal = true;
-  int runs = 10;
+  int runs = 15;
   bool checkOnly = false;
   bool layer = true;
   bool kTranspose = false;
+  bool compileTimes = false;
   bool ways[3] = {true, true, true};
 };
 
@@ -56,15 +58,16 @@ struct Problem {
 void Usage() {
   std::fprintf(stderr,
                "usage: attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]\n"
-               "                 [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--check-only]\n"
+               "                 [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--compile-times] [--check-only]\n"
                "  --seq N        sequence length, a multiple of 8 (default 256)\n"
                "  --dim D        head dimension: 16, 32, 64 or 128 (default 64)\n"
                "  --heads H      heads (default 4)     --batch B   batch (default 1)\n"
                "  --no-causal    attend to every key (default: causal mask)\n"
-               "  --runs R       timed dispatches per way; the median is reported (default 10)\n"
+               "  --runs R       timed dispatches per way; the median is reported (default 15)\n"
                "  --ways LIST    which ways to run (default layer,khr,nv)\n"
                "  --k-transpose  way 1 builds K^T with coopMatTransposeEXT instead of a column-major load\n"
                "  --no-layer     do not enable VK_LAYER_coopmat_maintenance1 (way 1 then needs a native driver)\n"
+               "  --compile-times  also report the driver's compile time per way (Mesa's shader cache off; slow)\n"
                "  --check-only   check the results, skip the timing\n");
 }
 
@@ -92,6 +95,7 @@ std::optional<Options> Parse(int argc, char** argv) {
     else if (arg == "--check-only") o.checkOnly = true;
     else if (arg == "--no-layer") o.layer = false;
     else if (arg == "--k-transpose") o.kTranspose = true;
+    else if (arg == "--compile-times") o.compileTimes = true;
     else if (arg == "--ways" && i + 1 < argc) {
       const std::string list = argv[++i];
       for (int w = 0; w < 3; ++w) o.ways[w] = false;
@@ -186,23 +190,26 @@ struct Buffers {
   }
 };
 
-Outcome RunWay(const sample::Context& context, const Problem& p, Buffers& buffers, const Way& way) {
-  Outcome out;
+// Builds one way's kernel, runs it once and checks the result against the reference.
+// Returns the kernel, ready to be timed, when the result is right.
+std::unique_ptr<sample::Kernel> Prepare(const sample::Context& context, const Problem& p, Buffers& buffers,
+                                        const Way& way, Outcome& out) {
   struct Push {
     uint32_t seqLen, causal;
     float scale;
   } push{p.options.seq, p.options.causal ? 1u : 0u, p.Scale()};
   try {
     const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + way.shader + ".spv");
-    sample::Kernel kernel(context, spirv, {.bindings = 5, .pushConstantBytes = sizeof(Push)});
-    out.moduleUs = kernel.moduleMicroseconds();
-    kernel.Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / kTile,
+    auto kernel =
+        std::make_unique<sample::Kernel>(context, spirv, sample::KernelOptions{.bindings = 5, .pushConstantBytes = sizeof(Push)});
+    out.moduleUs = kernel->moduleMicroseconds();
+    kernel->Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / kTile,
                   p.options.heads, p.options.batch, sample::AsBytes(push));
 
     // Check: fill the outputs with NaN so that anything left unwritten shows.
     std::fill_n(buffers.o.as<float>(), p.Elements(), NAN);
     std::fill_n(buffers.lse.as<float>(), p.Rows(), NAN);
-    kernel.Run();
+    kernel->Run();
     const float* o = buffers.o.as<float>();
     const float* lse = buffers.lse.as<float>();
     double errorSquares = 0, referenceSquares = 0;
@@ -219,14 +226,12 @@ Outcome RunWay(const sample::Context& context, const Problem& p, Buffers& buffer
     out.relative = std::sqrt(errorSquares / referenceSquares);
     const bool ok = out.maxAbs <= kOutputTolerance && out.lseError <= kLseTolerance;
     out.status = ok ? "ok" : "WRONG";
-    if (ok && !p.options.checkOnly) out.medianUs = kernel.MedianMicroseconds(p.options.runs);
-    // lavapipe compiles to machine code at the first dispatch: count that as compilation.
-    out.compileUs = kernel.pipelineMicroseconds() + std::max(0.0, kernel.firstRunMicroseconds() - out.medianUs);
+    if (ok) return kernel;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "attention: %s: %s\n", way.name, e.what());
     out.status = "FAILED";
   }
-  return out;
+  return nullptr;
 }
 
 }  // namespace
@@ -236,7 +241,7 @@ int main(int argc, char** argv) {
   if (!parsed) return 2;
   const Options& options = *parsed;
   try {
-    sample::Context context({.appName = "attention", .layer = options.layer, .uncachedPipelines = !options.checkOnly});
+    sample::Context context({.appName = "attention", .layer = options.layer, .uncachedPipelines = options.compileTimes});
     const std::string dim = "_d" + std::to_string(options.dim);
     const std::string ext = options.kTranspose ? "attention_ext_kt" : "attention_ext";
     Way ways[3] = {
@@ -259,6 +264,7 @@ int main(int argc, char** argv) {
     const Problem problem = MakeProblem(options);
     Buffers buffers(context, problem);
     Outcome outcomes[3];
+    std::unique_ptr<sample::Kernel> kernels[3];
     bool failed = false;
     for (int w = 0; w < 3; ++w) {
       if (!options.ways[w]) {
@@ -266,14 +272,34 @@ int main(int argc, char** argv) {
       } else if (!ways[w].available) {
         outcomes[w].status = "n/a: " + ways[w].why;
       } else {
-        outcomes[w] = RunWay(context, problem, buffers, ways[w]);
-        failed |= outcomes[w].status != "ok";
+        kernels[w] = Prepare(context, problem, buffers, ways[w], outcomes[w]);
+        failed |= !kernels[w];
+      }
+    }
+    // Time the correct ways in turn, so that a change in the machine's load hits them alike.
+    if (!options.checkOnly) {
+      std::vector<double> times[3];
+      for (int run = -2; run < options.runs; ++run) {  // two warm-up rounds
+        for (int w = 0; w < 3; ++w) {
+          if (!kernels[w]) continue;
+          const double us = kernels[w]->Run();
+          if (run >= 0) times[w].push_back(us);
+        }
+      }
+      for (int w = 0; w < 3; ++w) {
+        if (!kernels[w]) continue;
+        outcomes[w].medianUs = sample::Median(times[w]);
+        // lavapipe compiles to machine code at the first dispatch: count that as compilation.
+        outcomes[w].compileUs = kernels[w]->pipelineMicroseconds() +
+                                std::max(0.0, kernels[w]->firstRunMicroseconds() - outcomes[w].medianUs);
       }
     }
 
     std::printf("%-2s %-13s %-6s %10s %10s %10s", "", "way", "check", "max|err|", "rel err", "lse err");
     if (!options.checkOnly) std::printf(" %11s %9s", "median ms", "vs way 1");
-    std::printf(" %9s %10s  %s\n", "module ms", "compile ms", "what");
+    std::printf(" %9s", "module ms");
+    if (options.compileTimes) std::printf(" %10s", "compile ms");
+    std::printf("  %s\n", "what");
     for (int w = 0; w < 3; ++w) {
       const Outcome& o = outcomes[w];
       std::printf("%d. %-13s ", w + 1, ways[w].name);
@@ -288,14 +314,17 @@ int main(int argc, char** argv) {
         if (o.medianUs > 0 && outcomes[0].medianUs > 0) std::printf(" %8.2fx", o.medianUs / outcomes[0].medianUs);
         else std::printf(" %9s", "-");
       }
-      std::printf(" %9.2f %10.1f  %s\n", o.moduleUs / 1000, o.compileUs / 1000, ways[w].description);
+      std::printf(" %9.2f", o.moduleUs / 1000);
+      if (options.compileTimes) std::printf(" %10.1f", o.compileUs / 1000);
+      std::printf("  %s\n", ways[w].description);
     }
     if (!options.checkOnly)
-      std::printf("\nmedian of %d dispatches (host clock around submit + wait); \"vs way 1\" = time / time of way 1\n"
-                  "module ms = vkCreateShaderModule (the layer rewrites the module here); compile ms = "
-                  "vkCreateComputePipelines\n+ the first dispatch's extra time (lavapipe JIT-compiles at first use), "
-                  "with Mesa's shader cache off\n",
+      std::printf("\nmedian of %d dispatches per way, the ways taking turns (host clock around submit + wait); \"vs way 1\" = time / time of way 1\n"
+                  "module ms = vkCreateShaderModule (the layer rewrites the module here)\n",
                   options.runs);
+    if (options.compileTimes)
+      std::printf("compile ms = vkCreateComputePipelines + the first dispatch's extra time (lavapipe JIT-compiles at "
+                  "first use), with Mesa's shader cache off\n");
     std::printf("%s\n", failed ? "RESULT: FAILED" : "RESULT: ok");
     return failed ? 1 : 0;
   } catch (const std::exception& e) {
