@@ -196,8 +196,15 @@ std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, s
   job.groupCountX = grid.groups;
   job.requiredSubgroupSize = grid.requiredSubgroupSize;
   job.requireFullSubgroups = grid.fullSubgroups;
+  const size_t before = env.instance().messages().size();
   const cmtest::ComputeResult r = cmtest::RunCompute(env.device(), job, buffers);
-  return r ? "" : r.Describe();
+  if (r) return "";
+  // What the layer or the driver said about the failure (debug-utils warnings and errors).
+  std::string out = r.Describe();
+  const std::vector<cmtest::Message> messages = env.instance().messages();
+  for (size_t i = before; i < messages.size(); ++i)
+    if (messages[i].severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) out += " | " + messages[i].text;
+  return out;
 }
 
 }  // namespace exec

@@ -39,6 +39,15 @@ TEST_CASE("get_coordinate_flexible_dimensions", "[exec][getcoord][flex]") {
   CheckAll(env, cases, {Grid{2, 2}});
 }
 
+// Coordinates above 127, beyond what an s8 element holds. (Mesa rejects
+// cooperative-matrix dimensions of 256 and more, so 248 is the largest.)
+TEST_CASE("get_coordinate_large_coordinates", "[exec][getcoord][flex]") {
+  EXEC_ENV(env, .flex = true);
+  // One target environment each: these pipelines take seconds to compile on lavapipe.
+  CheckAll(env, std::vector<GetCoordCase>{{Use::A, T::S8, 8, 248}}, {Grid{1, 2}}, {"spirv1.3"});
+  CheckAll(env, std::vector<GetCoordCase>{{Use::B, T::S8, 248, 8}}, {Grid{1, 2}}, {"spirv1.6"});
+}
+
 TEST_CASE("get_coordinate_workgroup_sizes", "[exec][getcoord][workgroup]") {
   EXEC_ENV(env, .flex = true);
   // local_size_x from spec constant 0 (LocalSizeId in SPIR-V 1.6): 1, 2, 4 subgroups.
