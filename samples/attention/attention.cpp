@@ -174,7 +174,7 @@ struct Way {
 struct Outcome {
   std::string status;  // "ok", "WRONG", "FAILED", or why it was skipped
   double maxAbs = 0, relative = 0, lseError = 0;
-  double medianUs = 0;
+  double medianUs = 0, minUs = 0;
   double moduleUs = 0;
   double compileUs = 0;  // vkCreateComputePipelines + the first dispatch's extra time
 };
@@ -289,6 +289,7 @@ int main(int argc, char** argv) {
       for (int w = 0; w < 3; ++w) {
         if (!kernels[w]) continue;
         outcomes[w].medianUs = sample::Median(times[w]);
+        outcomes[w].minUs = *std::min_element(times[w].begin(), times[w].end());
         // lavapipe compiles to machine code at the first dispatch: count that as compilation.
         outcomes[w].compileUs = kernels[w]->pipelineMicroseconds() +
                                 std::max(0.0, kernels[w]->firstRunMicroseconds() - outcomes[w].medianUs);
@@ -296,7 +297,7 @@ int main(int argc, char** argv) {
     }
 
     std::printf("%-2s %-13s %-6s %10s %10s %10s", "", "way", "check", "max|err|", "rel err", "lse err");
-    if (!options.checkOnly) std::printf(" %11s %9s", "median ms", "vs way 1");
+    if (!options.checkOnly) std::printf(" %11s %9s %8s", "median ms", "vs way 1", "min ms");
     std::printf(" %9s", "module ms");
     if (options.compileTimes) std::printf(" %10s", "compile ms");
     std::printf("  %s\n", "what");
@@ -313,6 +314,8 @@ int main(int argc, char** argv) {
         else std::printf(" %11s", "-");
         if (o.medianUs > 0 && outcomes[0].medianUs > 0) std::printf(" %8.2fx", o.medianUs / outcomes[0].medianUs);
         else std::printf(" %9s", "-");
+        if (o.minUs > 0) std::printf(" %8.3f", o.minUs / 1000);
+        else std::printf(" %8s", "-");
       }
       std::printf(" %9.2f", o.moduleUs / 1000);
       if (options.compileTimes) std::printf(" %10.1f", o.compileUs / 1000);
