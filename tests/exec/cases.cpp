@@ -100,6 +100,7 @@ const char* Name(ElemOp op) {
     case ElemOp::RowCol: return "rowcol";
     case ElemOp::Struct: return "struct";
     case ElemOp::Multi: return "multi";
+    case ElemOp::Globals: return "globals";
   }
   return "?";
 }
@@ -132,7 +133,8 @@ std::string Run(const Env& env, const PerElemCase& c, const std::string& targetE
       case ElemOp::Scalar:  // x + ET(2)
         want = PerElement(x[m], [&](uint32_t, uint32_t, double v) { return v + 2; });
         break;
-      case ElemOp::Mat:  // x - y
+      case ElemOp::Mat:      // x - y
+      case ElemOp::Globals:  // x - Y[...] read by the function itself
         want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return v - ym.at(r, col); });
         break;
       case ElemOp::RowCol:  // x + ET(row * 3 + col)

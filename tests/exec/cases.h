@@ -23,8 +23,8 @@ struct GetCoordCase {
 std::string Run(const Env& env, const GetCoordCase& c, const std::string& targetEnv, const Grid& grid);
 
 // perelem.comp
-enum class ElemOp { Scalar = 0, Mat = 1, RowCol = 2, Struct = 3, Multi = 4 };
-const char* Name(ElemOp op);  // "scalar", "mat", "rowcol", "struct", "multi"
+enum class ElemOp { Scalar = 0, Mat = 1, RowCol = 2, Struct = 3, Multi = 4, Globals = 5 };
+const char* Name(ElemOp op);  // "scalar", "mat", "rowcol", "struct", "multi", "globals"
 struct PerElemCase {
   ElemOp op;
   Use use;

@@ -40,6 +40,8 @@ TEST_CASE("per_element_op_row_col", "[exec][perelem]") { RunOp(ElemOp::RowCol); 
 // layer the operation is lowered and never reaches the driver as such.
 TEST_CASE("per_element_op_struct", "[exec][perelem]") { RunOp(ElemOp::Struct); }
 TEST_CASE("per_element_op_two_operands", "[exec][perelem]") { RunOp(ElemOp::Multi); }
+// The element function reads a storage buffer at an offset held in a Private variable.
+TEST_CASE("per_element_op_globals", "[exec][perelem]") { RunOp(ElemOp::Globals); }
 
 TEST_CASE("per_element_op_workgroup_sizes", "[exec][perelem][workgroup]") {
   EXEC_ENV(env);

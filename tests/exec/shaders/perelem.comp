@@ -5,6 +5,8 @@
 //   2 [per_element_op_row_col]  f(r, c, x)       = x + ET(r * 3 + c)
 //   3 [per_element_op_struct]   f(r, c, x, p)    = x * p.k + ET(p.add), p from push constants
 //   4 (two extra operands)      f(r, c, x, s, y) = x * s + y, s from push constants
+//   5 (globals)                 f(r, c, x)       = x - Y[gBase + r * C + c]: the function reads a
+//                               storage buffer at an offset from a Private variable set by main()
 // Bindings: 0 input X, 1 input Y (both ET, row-major R x C per matrix), 2 output (ET).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
@@ -28,6 +30,8 @@ ET fScalar(const in uint32_t r, const in uint32_t c, const in ET x, const in ET 
 ET fMat(const in uint32_t r, const in uint32_t c, const in ET x, const in ET y) { return x - y; }
 ET fRowCol(const in uint32_t r, const in uint32_t c, const in ET x) { return x + ET(r * 3 + c); }
 ET fStruct(const in uint32_t r, const in uint32_t c, const in ET x, const in Param p) { return x * p.k + ET(p.add); }
+uint gBase;  // Private
+ET fGlobals(const in uint32_t r, const in uint32_t c, const in ET x) { return x - y_[gBase + r * C + c]; }
 ET fMulti(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s, const in ET y) { return x * s + y; }
 
 void main() {
@@ -47,6 +51,9 @@ void main() {
 #elif OP == 4
   coopMatLoad(y, y_, base, C, gl_CooperativeMatrixLayoutRowMajor);
   coopMatPerElementEXT(res, x, fMulti, ET(pc.k), y);
+#elif OP == 5
+  gBase = base;
+  coopMatPerElementEXT(res, x, fGlobals);
 #endif
   coopMatStore(res, out_, base, C, gl_CooperativeMatrixLayoutRowMajor);
 }
