@@ -96,6 +96,10 @@ std::optional<Options> Parse(int argc, char** argv) {
     else if (arg == "--no-layer") o.layer = false;
     else if (arg == "--k-transpose") o.kTranspose = true;
     else if (arg == "--compile-times") o.compileTimes = true;
+    else if (arg == "--help" || arg == "-h") {
+      Usage();
+      std::exit(0);
+    }
     else if (arg == "--ways" && i + 1 < argc) {
       const std::string list = argv[++i];
       for (int w = 0; w < 3; ++w) o.ways[w] = false;

@@ -329,8 +329,8 @@ std::string Ratio(const CaseResult& r, int numerator, int denominator) {
   const WayResult &n = r.ways[numerator], &d = r.ways[denominator];
   if (n.status != "ok" || d.status != "ok" || n.us == 0) return "-";
   const double dn = n.us - r.base.us, dd = d.us - r.base.us;
-  // An added time within 2% of the baseline is lost in the run-to-run noise.
-  if (dd < 0.02 * r.base.us) return "(~0)";
+  // An added time within 5% of the baseline is lost in the run-to-run noise.
+  if (dd < 0.05 * r.base.us) return "(~0)";
   char text[32];
   std::snprintf(text, sizeof(text), "%.2fx", dn / dd);
   return text;
@@ -371,7 +371,10 @@ int main(int argc, char** argv) {
     else if (arg == "--filter" && hasValue) options.filter = argv[++i];
     else if (arg == "--csv") options.csv = true;
     else if (arg == "--check-only") options.checkOnly = true;
-    else {
+    else if (arg == "--help" || arg == "-h") {
+      Usage();
+      return 0;
+    } else {
       Usage();
       return 2;
     }
@@ -445,7 +448,7 @@ int main(int argc, char** argv) {
     if (!options.csv) {
       std::printf("\nlayer / native / workaround: time added to the load+store baseline, us per dispatch (blank: the way "
                   "does not exist; WRONG: output differs from the CPU reference, not timed)\n"
-                  "l/native, l/workar: layer's added time / the other's ((~0): the other adds < 2%% of the baseline)\n"
+                  "l/native, l/workar: layer's added time / the other's ((~0): the other adds < 5%% of the baseline)\n"
                   "rewrite: coopmat::LowerModule, us (median of 5); module: vkCreateShaderModule through the layer, us;\n"
                   "pipe L/N/W: driver compile time, ms, of the layer's (rewritten), native and workaround modules:\n"
                   "  vkCreateComputePipelines + the first dispatch's extra time (lavapipe JIT-compiles at first use)\n");

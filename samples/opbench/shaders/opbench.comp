@@ -42,6 +42,9 @@ ET Sum(const in ET a, const in ET b) { return a + b; }
 #ifdef WAY_KHR
 shared ET stage[R * C];
 shared ET2 result[R2 * C2];
+#if OP == 3 && MASK == 3
+shared ET rowSums[R];
+#endif
 #define lane gl_LocalInvocationID.x
 #define lanes gl_WorkGroupSize.x
 #endif
@@ -90,8 +93,15 @@ void main() {
     for (uint r = 0; r < R2; ++r) result[r * C2 + c] = s;
   }
 #elif MASK == 3
+  // Row sums first, one row per invocation; then every invocation adds those up.
+  for (uint r = lane; r < R; r += lanes) {
+    ET s = ET(0);
+    for (uint c = 0; c < C; ++c) s += stage[r * C + c];
+    rowSums[r] = s;
+  }
+  barrier();
   ET s = ET(0);
-  for (uint i = 0; i < R * C; ++i) s += stage[i];
+  for (uint r = 0; r < R; ++r) s += rowSums[r];
   for (uint i = lane; i < R2 * C2; i += lanes) result[i] = s;
 #elif MASK == 4
   for (uint i = lane; i < R2 * C2; i += lanes) {
