@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -29,14 +30,6 @@ VkLayerDeviceCreateInfo* FindLinkInfo(const VkDeviceCreateInfo* info) {
     if (link->function == VK_LAYER_LINK_INFO) return link;
   }
   return nullptr;
-}
-
-bool EnablesOwnExtension(const VkDeviceCreateInfo* info) {
-  for (uint32_t i = 0; i < info->enabledExtensionCount; ++i) {
-    if (std::strcmp(info->ppEnabledExtensionNames[i], VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME) == 0)
-      return true;
-  }
-  return false;
 }
 
 // Name of the first requested feature the layer reported unsupported, or null.
@@ -80,6 +73,59 @@ std::optional<uint32_t> ComputeQueueFamily(const InstanceData& instance, VkPhysi
   return std::nullopt;
 }
 
+bool EnablesExtension(const VkDeviceCreateInfo* info, const char* name) {
+  for (uint32_t i = 0; i < info->enabledExtensionCount; ++i) {
+    if (std::strcmp(info->ppEnabledExtensionNames[i], name) == 0) return true;
+  }
+  return false;
+}
+
+// The options every module on this device is lowered with: the device's limits and
+// the matrix types the driver accepts (a lowering may only declare those).
+LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice physicalDevice,
+                             const PhysicalDeviceInfo& info, const VkDeviceCreateInfo* createInfo) {
+  LowerOptions options;
+  options.minSubgroupSize = info.minSubgroupSize;
+  options.maxSharedMemoryBytes = info.maxComputeSharedMemorySize;
+  auto addFrom = [&](const char* command, auto structType, auto entry) {
+    using Entry = decltype(entry);
+    using Query = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, Entry*);
+    auto query = reinterpret_cast<Query>(instance.dispatch.GetInstanceProcAddr(instance.instance, command));
+    uint32_t count = 0;
+    if (!query || query(physicalDevice, &count, nullptr) != VK_SUCCESS) return;
+    std::vector<Entry> list(count, Entry{structType});
+    if (query(physicalDevice, &count, list.data()) < VK_SUCCESS) return;
+    list.resize(count);
+    for (const Entry& p : list) {
+      if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
+      if constexpr (std::is_same_v<Entry, VkCooperativeMatrixPropertiesKHR>)
+        options.AddMatrixProperties(p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType);
+      else
+        options.AddMatrixProperties(p.MGranularity, p.NGranularity, p.KGranularity, p.AType, p.BType, p.CType,
+                                    p.ResultType);
+    }
+  };
+  addFrom("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR,
+          VkCooperativeMatrixPropertiesKHR{});
+  // With NV flexible dimensions enabled, the NV granularities describe every size.
+  const auto* nv = reinterpret_cast<const VkPhysicalDeviceCooperativeMatrix2FeaturesNV*>(
+      FindInChain(createInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV));
+  if (nv && nv->cooperativeMatrixFlexibleDimensions &&
+      EnablesExtension(createInfo, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME)) {
+    options.supportedMatrixTypes.clear();
+    options.flexibleDimensions = true;
+    addFrom("vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV",
+            VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV,
+            VkCooperativeMatrixFlexibleDimensionsPropertiesNV{});
+    VkPhysicalDeviceCooperativeMatrix2PropertiesNV nvProperties{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &nvProperties};
+    instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
+    options.flexibleMaxDimension = nvProperties.cooperativeMatrixFlexibleDimensionsMaxDimension;
+  }
+  return options;
+}
+
 template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
   slot = reinterpret_cast<Fn>(data.dispatch.GetDeviceProcAddr(data.device, name));
 }
@@ -103,7 +149,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   auto data = std::make_unique<DeviceData>();
   data->instance = instance;
   data->physicalDevice = GetPhysicalDeviceInfo(*instance, physicalDevice);
-  data->emulating = data->physicalDevice.serve && EnablesOwnExtension(pCreateInfo);
+  data->emulating = data->physicalDevice.serve && EnablesExtension(pCreateInfo, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
 
   // What goes down: the app's create info, or a copy without our name and struct.
   VkDeviceCreateInfo downInfo = *pCreateInfo;
@@ -149,6 +195,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   data->vulkanMinor = VK_API_VERSION_MINOR(apiVersion);
   if (data->emulating) {
     Log(instance, LogLevel::Info, "emulating VK_EXT_cooperative_matrix_maintenance1 on this device");
+    data->lowerOptions = LowerOptionsFor(*instance, physicalDevice, data->physicalDevice, pCreateInfo);
     // The probe uses the app's queue before vkCreateDevice returns: nobody else can be
     // using it yet, and it is idle again when the app first sees it.
     const std::optional<uint32_t> family = ComputeQueueFamily(*instance, physicalDevice, pCreateInfo);

@@ -88,10 +88,7 @@ PreparedCode Prepare(const DeviceData& device, const void* code, size_t codeSize
   if (!scan.usage.NeedsLowering()) return prepared;
   CheckEnabledFeatures(device, scan.usage, where);
 
-  LowerOptions options;
-  options.minSubgroupSize = device.physicalDevice.minSubgroupSize;
-  options.maxSharedMemoryBytes = device.physicalDevice.maxComputeSharedMemorySize;
-  LowerResult lowered = LowerModule(words, options);
+  LowerResult lowered = LowerModule(words, device.lowerOptions);
   if (!lowered.ok) {
     Log(instance, LogLevel::Error, std::string(where) + ": cannot lower the maintenance1 module: " + lowered.error);
     Dump(device, words, {});

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "coopmat/layout.h"
+#include "coopmat/lower.h"
 #include "settings.h"
 
 namespace coopmat::layer {
@@ -80,6 +81,7 @@ struct DeviceData {
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT};
   uint32_t vulkanMinor = 0;  // the environment rewritten modules are validated against
   std::vector<LinearLayout> layouts;  // discovered register layouts (empty: portable path only)
+  LowerOptions lowerOptions;          // what every module on this device is lowered with
 };
 
 // A thread-safe map from dispatch key to owned state.
