@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "coopmat/layout.h"
+
 namespace coopmat {
 
 // What a module declares, found by a cheap scan that stops at the first OpFunction.
@@ -66,6 +68,13 @@ struct LowerOptions {
   // flexibleMaxDimension, when that is non-zero) is supported.
   bool flexibleDimensions = false;
   uint32_t flexibleMaxDimension = 0;
+
+  // Register layouts of the driver at the subgroup size every pipeline of the module
+  // runs with (the layer passes them only when that size is fixed). An operation whose
+  // matrix types all have a layout here is lowered in registers (arithmetic
+  // coordinates, subgroup shuffles) instead of through the Workgroup scratch.
+  // Empty: the portable path for everything.
+  std::vector<LinearLayout> layouts;
 
   // Adds the types of one VkCooperativeMatrixPropertiesKHR (subgroup scope only;
   // from VkCooperativeMatrixFlexibleDimensionsPropertiesNV pass the granularities as
