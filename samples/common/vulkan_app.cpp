@@ -161,8 +161,8 @@ void Context::CreateDevice(const ContextOptions& options) {
   vkGetPhysicalDeviceFeatures2(physicalDevice_, &features);
   if (!khr.cooperativeMatrix) throw std::runtime_error("cooperativeMatrix feature not supported");
 
-  // What the shaders need: f16/i8 arithmetic and storage, the Vulkan memory model,
-  // subgroup size control; plus the cooperative-matrix features themselves.
+  // What the sample shaders need: f16 and 8-bit arithmetic and storage, the Vulkan
+  // memory model; plus the cooperative-matrix features themselves.
   VkPhysicalDeviceVulkan11Features want11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   want11.storageBuffer16BitAccess = v11.storageBuffer16BitAccess;
   VkPhysicalDeviceVulkan12Features want12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
@@ -171,18 +171,11 @@ void Context::CreateDevice(const ContextOptions& options) {
   want12.storageBuffer8BitAccess = v12.storageBuffer8BitAccess;
   want12.vulkanMemoryModel = v12.vulkanMemoryModel;
   want12.vulkanMemoryModelDeviceScope = v12.vulkanMemoryModelDeviceScope;
-  VkPhysicalDeviceVulkan13Features want13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
-  want13.subgroupSizeControl = v13.subgroupSizeControl;
-  want13.computeFullSubgroups = v13.computeFullSubgroups;
-  want13.maintenance4 = v13.maintenance4;
   VkPhysicalDeviceFeatures2 request{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &want11};
-  request.features.shaderInt16 = features.features.shaderInt16;
   want11.pNext = &want12;
-  want12.pNext = &want13;
-  want13.pNext = &khr;  // khr -> [m1] -> [nv], each as the device reported it
-
-  VkPhysicalDeviceCooperativeMatrixFeaturesKHR reported = khr;
-  khr = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, reported.pNext};
+  want12.pNext = &khr;  // khr -> [m1] -> [nv], the last two as the device reported them
+  void* next = khr.pNext;
+  khr = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, next};
   khr.cooperativeMatrix = VK_TRUE;
   if (wantNv) {
     // Tensor addressing, block loads and workgroup scope are not used.
