@@ -279,10 +279,16 @@ CaseResult RunCase(const sample::Context& context, const Options& options, const
     if (auto kernel = prepare(shader, out.ways[w], out_, c.result.type, expected))
       variants.push_back({std::move(kernel), &out.ways[w], {}});
     if (w == kLayer) {
-      // The rewrite alone, as the layer runs it at vkCreateShaderModule.
+      // The rewrite alone, as the layer runs it at vkCreateShaderModule: the device's
+      // matrix types and flexible dimensions, no register layouts (the portable path).
       const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + shader + ".spv");
       coopmat::LowerOptions lowerOptions;
       lowerOptions.minSubgroupSize = context.subgroupSize();
+      for (const VkCooperativeMatrixPropertiesKHR& p : context.khrProperties()) {
+        if (p.scope == VK_SCOPE_SUBGROUP_KHR)
+          lowerOptions.AddMatrixProperties(p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType);
+      }
+      lowerOptions.flexibleDimensions = context.flexibleDimensions();
       std::vector<double> times;
       for (int i = 0; i < 5; ++i) {
         const coopmat::LowerResult lowered = coopmat::LowerModule(spirv, lowerOptions);
