@@ -211,6 +211,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
       if (probe.queue && (!probe.setDeviceLoaderData || probe.setDeviceLoaderData(*pDevice, probe.queue) == VK_SUCCESS))
         data->layouts = DiscoverLayouts(*data, probe);
     }
+    if (!instance->settings.portableOnly)
+      data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
   }
   Devices().Insert(KeyOf(*pDevice), std::move(data));
   return VK_SUCCESS;

@@ -466,3 +466,31 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
 }
 
 }  // namespace coopmat::layer
+
+namespace coopmat::layer {
+
+std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
+                                             const std::vector<LinearLayout>& probed) {
+  const PhysicalDeviceInfo& info = device.physicalDevice;
+  if (probed.empty() || info.minSubgroupSize != info.maxSubgroupSize) return {};
+  std::vector<LinearLayout> layouts = probed;
+  const std::optional<DriverFamily> family = KnownFamily(Identify(*device.instance, physicalDevice).driverId);
+  if (!family) return layouts;
+  const bool agrees = std::all_of(probed.begin(), probed.end(), [&](const LinearLayout& layout) {
+    const std::optional<LinearLayout> expected = BuiltinLayout(*family, layout.key);
+    return expected && *expected == layout;
+  });
+  if (!agrees) return layouts;
+  // Built-in shapes the probe did not cover, for the component types the driver lists.
+  for (const LinearLayout& builtin : BuiltinLayouts(*family, info.subgroupSize)) {
+    const bool known = std::any_of(layouts.begin(), layouts.end(),
+                                   [&](const LinearLayout& l) { return l.key == builtin.key; });
+    const bool listedType = std::any_of(probed.begin(), probed.end(), [&](const LinearLayout& l) {
+      return l.key.componentType == builtin.key.componentType && l.key.use == builtin.key.use;
+    });
+    if (!known && listedType) layouts.push_back(builtin);
+  }
+  return layouts;
+}
+
+}  // namespace coopmat::layer

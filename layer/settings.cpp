@@ -56,6 +56,11 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     if (auto b = ParseBool(value)) out.settings.validate = *b; else bad();
   } else if (key == "log_level") {
     if (auto l = ParseLogLevel(value)) out.settings.logLevel = *l; else bad();
+  } else if (key == "lowering") {
+    const std::string v = Lower(Trim(value));
+    if (v == "portable") out.settings.portableOnly = true;
+    else if (v == "auto") out.settings.portableOnly = false;
+    else bad();
   } else if (key == "layout_probe") {
     if (auto b = ParseBool(value)) out.settings.layoutProbe = *b; else bad();
   } else if (key == "dump_dir") {
@@ -76,7 +81,7 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     }
   } else {
     out.warnings.push_back(source + ": unknown setting '" + key +
-                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe)");
+                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, lowering)");
   }
 }
 
