@@ -20,6 +20,8 @@ struct Run {
   VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
   VkPipelineLayout pipelineLayout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
+  VkShaderEXT shader = VK_NULL_HANDLE;
+  PFN_vkDestroyShaderEXT destroyShader = nullptr;
   VkDescriptorPool pool = VK_NULL_HANDLE;
   VkCommandPool commandPool = VK_NULL_HANDLE;
   VkFence fence = VK_NULL_HANDLE;
@@ -30,6 +32,7 @@ struct Run {
     if (commandPool) vkDestroyCommandPool(device, commandPool, nullptr);
     if (pool) vkDestroyDescriptorPool(device, pool, nullptr);
     if (pipeline) vkDestroyPipeline(device, pipeline, nullptr);
+    if (shader) destroyShader(device, shader, nullptr);
     if (pipelineLayout) vkDestroyPipelineLayout(device, pipelineLayout, nullptr);
     if (setLayout) vkDestroyDescriptorSetLayout(device, setLayout, nullptr);
     if (module) vkDestroyShaderModule(device, module, nullptr);
@@ -96,9 +99,11 @@ ComputeResult RunCompute(const Device& device, const ComputeJob& job, std::vecto
   VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   moduleInfo.codeSize = job.spirv.size() * sizeof(uint32_t);
   moduleInfo.pCode = job.spirv.data();
-  if (VkResult r = vkCreateShaderModule(dev, &moduleInfo, nullptr, &run.module); r != VK_SUCCESS) {
-    run.module = VK_NULL_HANDLE;
-    return fail("vkCreateShaderModule", r);
+  if (job.path == ShaderPath::Module) {
+    if (VkResult r = vkCreateShaderModule(dev, &moduleInfo, nullptr, &run.module); r != VK_SUCCESS) {
+      run.module = VK_NULL_HANDLE;
+      return fail("vkCreateShaderModule", r);
+    }
   }
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(count);
@@ -131,19 +136,49 @@ ComputeResult RunCompute(const Device& device, const ComputeJob& job, std::vecto
       VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
   subgroupSize.requiredSubgroupSize = job.requiredSubgroupSize;
 
-  VkComputePipelineCreateInfo pipelineInfo{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  pipelineInfo.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-  pipelineInfo.stage.pNext = job.requiredSubgroupSize ? &subgroupSize : nullptr;
-  pipelineInfo.stage.flags = job.requireFullSubgroups ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0;
-  pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-  pipelineInfo.stage.module = run.module;
-  pipelineInfo.stage.pName = job.entryPoint;
-  pipelineInfo.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
-  pipelineInfo.layout = run.pipelineLayout;
-  if (VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &pipelineInfo, nullptr, &run.pipeline);
-      r != VK_SUCCESS) {
-    run.pipeline = VK_NULL_HANDLE;
-    return fail("vkCreateComputePipelines", r);
+  if (job.path == ShaderPath::ShaderObject) {
+    auto createShaders =
+        reinterpret_cast<PFN_vkCreateShadersEXT>(vkGetDeviceProcAddr(dev, "vkCreateShadersEXT"));
+    run.destroyShader = reinterpret_cast<PFN_vkDestroyShaderEXT>(vkGetDeviceProcAddr(dev, "vkDestroyShaderEXT"));
+    if (!createShaders || !run.destroyShader) return fail("vkGetDeviceProcAddr(vkCreateShadersEXT)", VK_ERROR_EXTENSION_NOT_PRESENT);
+    VkShaderCreateInfoEXT shaderInfo{VK_STRUCTURE_TYPE_SHADER_CREATE_INFO_EXT};
+    shaderInfo.pNext = job.requiredSubgroupSize ? &subgroupSize : nullptr;
+    shaderInfo.flags = job.requireFullSubgroups ? VK_SHADER_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT : 0;
+    shaderInfo.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    shaderInfo.codeType = VK_SHADER_CODE_TYPE_SPIRV_EXT;
+    shaderInfo.codeSize = moduleInfo.codeSize;
+    shaderInfo.pCode = moduleInfo.pCode;
+    shaderInfo.pName = job.entryPoint;
+    shaderInfo.setLayoutCount = 1;
+    shaderInfo.pSetLayouts = &run.setLayout;
+    shaderInfo.pushConstantRangeCount = layoutInfo.pushConstantRangeCount;
+    shaderInfo.pPushConstantRanges = &range;
+    shaderInfo.pSpecializationInfo = entries.empty() ? nullptr : &spec;
+    if (VkResult r = createShaders(dev, 1, &shaderInfo, nullptr, &run.shader); r != VK_SUCCESS) {
+      run.shader = VK_NULL_HANDLE;
+      return fail("vkCreateShadersEXT", r);
+    }
+  } else {
+    VkComputePipelineCreateInfo pipelineInfo{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    pipelineInfo.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    pipelineInfo.stage.pNext = job.requiredSubgroupSize ? &subgroupSize : nullptr;
+    if (job.path == ShaderPath::InlineStage) {
+      // The module info goes behind the other stage struct, as an app may chain it.
+      if (job.requiredSubgroupSize) subgroupSize.pNext = &moduleInfo;
+      else pipelineInfo.stage.pNext = &moduleInfo;
+    }
+    pipelineInfo.stage.flags =
+        job.requireFullSubgroups ? VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT : 0;
+    pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    pipelineInfo.stage.module = run.module;
+    pipelineInfo.stage.pName = job.entryPoint;
+    pipelineInfo.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
+    pipelineInfo.layout = run.pipelineLayout;
+    if (VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &pipelineInfo, nullptr, &run.pipeline);
+        r != VK_SUCCESS) {
+      run.pipeline = VK_NULL_HANDLE;
+      return fail("vkCreateComputePipelines", r);
+    }
   }
 
   // Descriptors.
@@ -189,7 +224,13 @@ ComputeResult RunCompute(const Device& device, const ComputeJob& job, std::vecto
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   if (VkResult r = vkBeginCommandBuffer(cb, &begin); r != VK_SUCCESS) return fail("vkBeginCommandBuffer", r);
-  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, run.pipeline);
+  if (run.shader) {
+    auto bindShaders = reinterpret_cast<PFN_vkCmdBindShadersEXT>(vkGetDeviceProcAddr(dev, "vkCmdBindShadersEXT"));
+    const VkShaderStageFlagBits stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    bindShaders(cb, 1, &stage, &run.shader);
+  } else {
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, run.pipeline);
+  }
   vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, run.pipelineLayout, 0, 1, &set, 0, nullptr);
   if (!job.pushConstants.empty()) {
     vkCmdPushConstants(cb, run.pipelineLayout, VK_SHADER_STAGE_COMPUTE_BIT, 0,

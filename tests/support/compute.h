@@ -21,7 +21,15 @@ struct SpecConstant {
   uint32_t value;  // every specialization constant the tests use is 32 bits wide
 };
 
+// How the SPIR-V reaches the device: every creation path the layer intercepts.
+enum class ShaderPath {
+  Module,        // vkCreateShaderModule, then the pipeline names the module
+  InlineStage,   // VkShaderModuleCreateInfo chained into the stage (VK_KHR_maintenance5)
+  ShaderObject,  // vkCreateShadersEXT with SPIR-V code (VK_EXT_shader_object), no pipeline
+};
+
 struct ComputeJob {
+  ShaderPath path = ShaderPath::Module;
   std::vector<uint32_t> spirv;
   const char* entryPoint = "main";
   std::vector<SpecConstant> specialization;

@@ -149,6 +149,16 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
     *tail = &nv2;
     tail = &nv2.pNext;
   }
+  VkPhysicalDeviceMaintenance5Features maintenance5{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_5_FEATURES};
+  VkPhysicalDeviceShaderObjectFeaturesEXT shaderObject{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT};
+  if (options.enableMaintenance5) {
+    *tail = &maintenance5;
+    tail = &maintenance5.pNext;
+  }
+  if (options.enableShaderObject) {
+    *tail = &shaderObject;
+    tail = &shaderObject.pNext;
+  }
   if (options.enableMaintenance1 && options.chainMaintenance1Features) {
     *tail = &m1;
     tail = &m1.pNext;
@@ -169,6 +179,8 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
   std::vector<const char*> extensions = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME};
   if (options.enableMaintenance1) extensions.push_back(VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
   if (wantNv) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+  if (options.enableMaintenance5) extensions.push_back(VK_KHR_MAINTENANCE_5_EXTENSION_NAME);
+  if (options.enableShaderObject) extensions.push_back(VK_EXT_SHADER_OBJECT_EXTENSION_NAME);
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queueInfo{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

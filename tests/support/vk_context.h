@@ -30,6 +30,8 @@ struct DeviceOptions {
   bool enableMaintenance1 = true;        // VK_EXT_cooperative_matrix_maintenance1 + every op feature
   bool chainMaintenance1Features = true; // chain VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT
   bool enableNvCoopmat2 = false;         // VK_NV_cooperative_matrix2 flexible dimensions (bigger shapes)
+  bool enableMaintenance5 = false;       // VK_KHR_maintenance5: SPIR-V chained into pipeline stages
+  bool enableShaderObject = false;       // VK_EXT_shader_object: vkCreateShadersEXT
   // Overrides for the feature struct when chained (null: every feature the device reports).
   const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT* features = nullptr;
 };
