@@ -91,10 +91,13 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, cons
   if (!data) return nullptr;
   // A device the layer does not emulate on costs nothing: the next layer's functions,
   // except vkDestroyDevice, which frees the layer's record of the device.
-  if (data->emulating || std::strcmp(pName, "vkDestroyDevice") == 0) {
+  PFN_vkVoidFunction next = data->dispatch.GetDeviceProcAddr(device, pName);
+  // Never offer a command the device below does not have (e.g. vkCreateShadersEXT
+  // without VK_EXT_shader_object): the intercept would have nothing to call.
+  if (next && (data->emulating || std::strcmp(pName, "vkDestroyDevice") == 0)) {
     if (auto f = Lookup(kDeviceFunctions, pName)) return f;
   }
-  return data->dispatch.GetDeviceProcAddr(device, pName);
+  return next;
 }
 
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetPhysicalDeviceProcAddr(VkInstance instance, const char* pName) {

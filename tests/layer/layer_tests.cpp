@@ -705,3 +705,28 @@ TEST_CASE("layout_probe=false leaves the driver alone at device creation", "[lay
   REQUIRE(device.ok());
   CHECK(CacheFiles(cache).empty());
 }
+
+TEST_CASE("the layer offers no device command the driver below lacks", "[layer][dispatch]") {
+  Instance instance;
+  Device device(instance);  // VK_EXT_shader_object not enabled
+  REQUIRE(device.ok());
+  CHECK(vkGetDeviceProcAddr(device.handle(), "vkCreateShadersEXT") == nullptr);
+  CHECK(vkGetDeviceProcAddr(device.handle(), "vkCreateShaderModule") != nullptr);
+  Device withShaderObject(instance, DeviceOptions{.enableShaderObject = true});
+  REQUIRE(withShaderObject.ok());
+  CHECK(vkGetDeviceProcAddr(withShaderObject.handle(), "vkCreateShadersEXT") != nullptr);
+}
+
+TEST_CASE("a device without the extension gets the driver's own functions", "[layer][dispatch]") {
+  // The pass-through fast path: what the layer hands out equals what the driver hands
+  // out without the layer loaded.
+  Instance with;
+  Device served(with);
+  Device plain(with, DeviceOptions{.enableMaintenance1 = false});
+  REQUIRE(served.ok());
+  REQUIRE(plain.ok());
+  CHECK(vkGetDeviceProcAddr(plain.handle(), "vkCreateShaderModule") !=
+        vkGetDeviceProcAddr(served.handle(), "vkCreateShaderModule"));
+  CHECK(vkGetDeviceProcAddr(plain.handle(), "vkCreateComputePipelines") !=
+        vkGetDeviceProcAddr(served.handle(), "vkCreateComputePipelines"));
+}
