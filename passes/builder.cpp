@@ -138,14 +138,16 @@ uint32_t Builder::Fold(spv::Op op, uint32_t a, uint32_t b) {
       case spv::Op::OpShiftRightLogical: return U(*y < 32 ? *x >> *y : 0);
       case spv::Op::OpBitwiseAnd: return U(*x & *y);
       case spv::Op::OpBitwiseOr: return U(*x | *y);
+      case spv::Op::OpBitwiseXor: return U(*x ^ *y);
       default: break;
     }
   }
-  if (y && *y == 0 && (op == spv::Op::OpIAdd || op == spv::Op::OpBitwiseOr || op == spv::Op::OpShiftLeftLogical ||
+  if (y && *y == 0 && (op == spv::Op::OpIAdd || op == spv::Op::OpBitwiseOr || op == spv::Op::OpBitwiseXor || op == spv::Op::OpShiftLeftLogical ||
                        op == spv::Op::OpShiftRightLogical))
     return a;
   if (y && *y == 1 && (op == spv::Op::OpIMul || op == spv::Op::OpUDiv)) return a;
-  if (x && *x == 0 && op == spv::Op::OpIAdd) return b;
+  if (x && *x == 0 && (op == spv::Op::OpIAdd || op == spv::Op::OpBitwiseOr || op == spv::Op::OpBitwiseXor)) return b;
+  if (((x && *x == 0) || (y && *y == 0)) && (op == spv::Op::OpBitwiseAnd || op == spv::Op::OpIMul)) return U(0);
   return Emit(op, t.Uint(), {a, b});
 }
 
@@ -157,6 +159,7 @@ uint32_t Builder::ShiftLeft(uint32_t a, uint32_t b) { return Fold(spv::Op::OpShi
 uint32_t Builder::ShiftRight(uint32_t a, uint32_t b) { return Fold(spv::Op::OpShiftRightLogical, a, b); }
 uint32_t Builder::And(uint32_t a, uint32_t b) { return Fold(spv::Op::OpBitwiseAnd, a, b); }
 uint32_t Builder::Or(uint32_t a, uint32_t b) { return Fold(spv::Op::OpBitwiseOr, a, b); }
+uint32_t Builder::Xor(uint32_t a, uint32_t b) { return Fold(spv::Op::OpBitwiseXor, a, b); }
 
 uint32_t Builder::ElementPointer(uint32_t var, uint32_t componentType, uint32_t index, spv::StorageClass storage) {
   return Emit(spv::Op::OpAccessChain, context_.types.Pointer(storage, componentType), {var, index});

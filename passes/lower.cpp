@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "lowering.h"
+#include "register.h"
 
 namespace coopmat {
 namespace {
@@ -49,6 +49,7 @@ void CollectCoordinateTypes(Context& c, const ir::Instruction& inst, std::vector
   if (!type) return;
   const CoopMatType info = MatrixOf(c, inst, inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT ? inst.Operand(0) : inst.resultId,
                                     "the matrix");
+  if (RegisterLayout(c, info)) return;  // coordinates are bit arithmetic, nothing to learn
   for (const CoopMatType& seen : out)
     if (seen.id == info.id) return;
   out.push_back(info);
@@ -87,15 +88,18 @@ void PlanPrivateTables(Context& c) {
 
 void LowerFunction(Context& c, ir::Function& function) {
   std::vector<CoopMatType> coordinateTypes;
-  bool any = false;
+  bool any = false, portable = false;
   for (const ir::Block& block : function.blocks)
     for (const ir::Instruction& inst : block.instructions)
       if (NeedsLowering(c, inst)) {
         any = true;
         CollectCoordinateTypes(c, inst, coordinateTypes);
+        portable |= !TakesRegisterPath(c, inst);
       }
   const auto learns = c.entryLearns.find(function.definition.resultId);
   if (!any && learns == c.entryLearns.end()) return;
+  // The scratch slice only when some operation here (or a table it learns) uses it.
+  const bool scratch = portable || !coordinateTypes.empty() || learns != c.entryLearns.end();
   if (function.blocks.empty()) Fail("function %" + std::to_string(function.definition.resultId) + " has no blocks");
 
   // Entry block, after the variables: builtins, the slice base, learned tables.
@@ -108,10 +112,12 @@ void LowerFunction(Context& c, ir::Function& function) {
   TypeManager& t = c.types;
   FunctionState fs{function};
   const uint32_t uintType = t.Uint();
-  const uint32_t subgroupId = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupId)});
-  fs.sliceBase = b.Emit(spv::Op::OpIMul, uintType, {subgroupId, c.scratch.WordsPerSlice()});
+  if (scratch) {
+    const uint32_t subgroupId = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupId)});
+    fs.sliceBase = b.Emit(spv::Op::OpIMul, uintType, {subgroupId, c.scratch.WordsPerSlice()});
+  }
   fs.lane = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupLocalInvocationId)});
-  fs.subgroupSize = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
+  if (scratch) fs.subgroupSize = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
   for (const CoopMatType& type : coordinateTypes) PrepareCoordinates(b, fs, type);
   if (learns != c.entryLearns.end())
     for (const CoopMatType& type : learns->second) LearnPrivateCoordinates(b, fs, type);
@@ -135,7 +141,10 @@ void LowerFunction(Context& c, ir::Function& function) {
     switch (inst.opcode) {
       case spv::Op::OpCooperativeMatrixGetCoordinateEXT: LowerGetCoordinate(at, fs, inst); break;
       case spv::Op::OpCooperativeMatrixPerElementOpEXT: LowerPerElement(at, fs, inst); break;
-      case spv::Op::OpCooperativeMatrixReduceEXT: LowerReduce(at, fs, inst); break;
+      case spv::Op::OpCooperativeMatrixReduceEXT:
+        if (TakesRegisterPath(c, inst)) LowerReduceInRegisters(at, fs, inst);
+        else LowerReduce(at, fs, inst);
+        break;
       default: LowerConversion(at, fs, inst); break;
     }
     blockIndex = at.block();
@@ -168,6 +177,14 @@ void CleanPreamble(Context& c) {
     for (const ir::Instruction& cap : m.capabilities)
       has |= cap.Operand(0) == static_cast<uint32_t>(spv::Capability::GroupNonUniform);
     if (!has) m.capabilities.emplace_back(spv::Op::OpCapability, 0, 0, std::vector<uint32_t>{static_cast<uint32_t>(spv::Capability::GroupNonUniform)});
+  }
+  if (c.usesShuffle) {
+    bool has = false;
+    for (const ir::Instruction& cap : m.capabilities)
+      has |= cap.Operand(0) == static_cast<uint32_t>(spv::Capability::GroupNonUniformShuffle);
+    if (!has)
+      m.capabilities.emplace_back(spv::Op::OpCapability, 0, 0,
+                                  std::vector<uint32_t>{static_cast<uint32_t>(spv::Capability::GroupNonUniformShuffle)});
   }
 }
 

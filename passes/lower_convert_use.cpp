@@ -6,7 +6,9 @@
 // type changes too, the conversion happens either on an intermediate matrix in
 // registers, when the driver is known to support that intermediate type, or on
 // the scalars in the scratch, which declares no matrix type the module lacks.
-#include "lowering.h"
+#include <map>
+
+#include "register.h"
 
 namespace coopmat {
 namespace {
@@ -111,17 +113,116 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
   scratch.LoadMatrix(b, fs, to, transpose, destStride, inst.resultId, sourceWords);
 }
 
-}  // namespace
+// ---- Choosing a route ------------------------------------------------------------
 
-void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
-  Context& c = b.context();
+enum class Route {
+  Move,             // the component type stays (up to signedness): move the Use only
+  ConvertThenMove,  // KHR conversion to an intermediate of the source's Use, then move
+  MoveThenConvert,  // move to an intermediate of the source's component type, then KHR conversion
+  Scalars,          // move and convert each element as a scalar
+};
+
+struct Strategy {
+  Route route = Route::Move;
+  uint32_t midComponent = 0, midRows = 0, midCols = 0;  // the intermediate (Convert*/Move* routes)
+  MatrixUse midUse = MatrixUse::Accumulator;
+  std::optional<GatherPlan> registers;  // the route's move in registers; none: the scratch
+  bool UsesScratch() const { return !registers; }
+};
+
+bool SignednessOnly(TypeManager& t, uint32_t a, uint32_t b) {
+  return a != b && t.IsIntType(a) && t.IsIntType(b) && t.ScalarWidth(a) == t.ScalarWidth(b);
+}
+
+// A register move's plan when the shuffled values can cross lanes; `shuffled` is
+// the scalar type that moves.
+std::optional<GatherPlan> MovePlan(const Context& c, const LinearLayout* from, const LinearLayout* to, bool transpose,
+                                   uint32_t shuffled) {
+  auto plan = PlanRegisterMove(c, from, to, transpose);
+  if (plan && plan->NeedsShuffle() && !CanShuffle(c, shuffled)) return std::nullopt;
+  return plan;
+}
+
+Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from, const CoopMatType& to, bool transpose) {
+  TypeManager& t = c.types;
+  Strategy s;
+  const LinearLayout* fromLayout = RegisterLayout(c, from);
+  const LinearLayout* toLayout = RegisterLayout(c, to);
+  const bool sameComponent = SameComponentOrSignedness(t, from.componentType, to.componentType);
+  if (inst.opcode == spv::Op::OpCooperativeMatrixConvertUseEXT || (sameComponent && t.IsIntType(from.componentType))) {
+    s.route = Route::Move;
+    // A signedness change is a bitcast of each element.
+    if (from.componentType == to.componentType || CanConvertScalars(c, from.componentType, to.componentType))
+      s.registers = MovePlan(c, fromLayout, toLayout, transpose, from.componentType);
+    return s;
+  }
+  auto intermediate = [&](Route route, uint32_t component, uint32_t rows, uint32_t cols, MatrixUse use) {
+    s.route = route;
+    s.midComponent = component;
+    s.midRows = rows;
+    s.midCols = cols;
+    s.midUse = use;
+    const LinearLayout* mid = RegisterLayout(c, component, rows, cols, use);
+    if (route == Route::ConvertThenMove) s.registers = MovePlan(c, mid, toLayout, transpose, to.componentType);
+    else s.registers = MovePlan(c, fromLayout, mid, transpose, from.componentType);
+  };
+  if (from.use == MatrixUse::Accumulator && c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
+    intermediate(Route::ConvertThenMove, to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator);
+  } else if (from.use == MatrixUse::Accumulator && c.IsSupportedMatrix(from.componentType, to.rowsId, to.colsId, to.use)) {
+    intermediate(Route::MoveThenConvert, from.componentType, to.rowsId, to.colsId, to.use);
+  } else if (from.use != MatrixUse::Accumulator &&
+             c.IsSupportedMatrix(from.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
+    intermediate(Route::MoveThenConvert, from.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator);
+  } else if (from.use != MatrixUse::Accumulator && c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, from.use)) {
+    intermediate(Route::ConvertThenMove, to.componentType, from.rowsId, from.colsId, from.use);
+  } else {
+    s.route = Route::Scalars;
+  }
+  if (s.registers) return s;
+  // Element-wise conversion during a register move, when the module may convert the scalars.
+  if (CanConvertScalars(c, from.componentType, to.componentType)) {
+    if (auto plan = PlanRegisterMove(c, fromLayout, toLayout, transpose)) {
+      s.route = Route::Scalars;
+      s.registers = plan;
+    }
+  }
+  return s;
+}
+
+// Moves `value` of type `from` into a `to` matrix in registers; `convert`, when
+// not OpNop, converts each element (OpBitcast for a signedness change). Narrow
+// sources converted to 32 bits are converted before they cross lanes.
+uint32_t RegisterMove(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& from, const CoopMatType& to,
+                      const GatherPlan& plan, spv::Op convert, uint32_t resultId) {
+  TypeManager& t = b.types();
+  const bool early = convert != spv::Op::OpNop && t.ScalarWidth(from.componentType) < 32 && t.ScalarWidth(to.componentType) == 32;
+  std::map<uint32_t, uint32_t> extracted;
+  auto element = [&](uint32_t i) {
+    auto it = extracted.find(i);
+    if (it != extracted.end()) return it->second;
+    uint32_t v = b.Emit(spv::Op::OpCompositeExtract, from.componentType, {value, i});
+    if (early) v = b.Emit(convert, to.componentType, {v});
+    return extracted[i] = v;
+  };
+  std::function<uint32_t(uint32_t)> after;
+  if (convert != spv::Op::OpNop && !early) after = [&](uint32_t v) { return b.Emit(convert, to.componentType, {v}); };
+  return EmitGather(b, fs, plan, element, early ? to.componentType : from.componentType, after, to.id, resultId);
+}
+
+// Validates the conversion and returns its matrix types and transpose flag.
+struct ConversionShape {
+  CoopMatType from, to;
+  bool transpose = false;
+};
+
+ConversionShape CheckConversion(Context& c, const ir::Instruction& inst) {
   TypeManager& t = c.types;
   if (inst.operands.size() != 1) Fail(Describe(inst) + ": expected one Matrix operand");
-  const CoopMatType from = MatrixOf(c, inst, inst.operands[0], "Matrix");
-  const CoopMatType to = MatrixOf(c, inst, inst.resultId, "Result Type");
-  const bool transpose = c.transposed.count(inst.resultId) != 0;
-  const bool convertUse = inst.opcode == spv::Op::OpCooperativeMatrixConvertUseEXT;
-
+  ConversionShape shape{MatrixOf(c, inst, inst.operands[0], "Matrix"), MatrixOf(c, inst, inst.resultId, "Result Type"),
+                        c.transposed.count(inst.resultId) != 0};
+  const CoopMatType& from = shape.from;
+  const CoopMatType& to = shape.to;
+  const bool transpose = shape.transpose;
   // Shape rules (spec 1.2/2.2): transposes swap rows and columns and go Acc -> A/B.
   const uint32_t expectRows = transpose ? from.colsId : from.rowsId;
   const uint32_t expectCols = transpose ? from.rowsId : from.colsId;
@@ -134,47 +235,62 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
     Fail(Describe(inst) + ": a transposing conversion must go from an Accumulator to an A or B matrix");
   if (from.use != MatrixUse::Accumulator && to.use != MatrixUse::Accumulator)
     Fail(Describe(inst) + ": conversions between A and B matrices are not allowed");
+  if (inst.opcode == spv::Op::OpCooperativeMatrixConvertUseEXT && !SameComponentOrSignedness(t, from.componentType, to.componentType))
+    Fail(Describe(inst) + ": OpCooperativeMatrixConvertUseEXT must keep the component type (up to signedness)");
+  return shape;
+}
 
-  if (convertUse) {
-    if (!SameComponentOrSignedness(t, from.componentType, to.componentType))
-      Fail(Describe(inst) + ": OpCooperativeMatrixConvertUseEXT must keep the component type (up to signedness)");
-    RoundTrip(b, fs, inst.operands[0], from, to, transpose, inst.resultId);
-    ++c.stats.convertUse;
-    if (transpose) ++c.stats.transpose;
-    return;
+}  // namespace
+
+bool ConversionUsesScratch(Context& c, const ir::Instruction& inst) {
+  const ConversionShape shape = CheckConversion(c, inst);
+  return Choose(c, inst, shape.from, shape.to, shape.transpose).UsesScratch();
+}
+
+void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
+  Context& c = b.context();
+  TypeManager& t = c.types;
+  const auto [from, to, transpose] = CheckConversion(c, inst);
+  const Strategy s = Choose(c, inst, from, to, transpose);
+  const uint32_t source = inst.operands[0];
+  // The route's move: in registers when planned, else the scratch round trip.
+  auto move = [&](uint32_t value, const CoopMatType& a, const CoopMatType& z, uint32_t resultId) {
+    if (s.registers) return RegisterMove(b, fs, value, a, z, *s.registers, spv::Op::OpNop, resultId);
+    return RoundTrip(b, fs, value, a, z, transpose, resultId);
+  };
+  switch (s.route) {
+    case Route::Move:
+      if (s.registers) {
+        const spv::Op convert = from.componentType == to.componentType ? spv::Op::OpNop : spv::Op::OpBitcast;
+        RegisterMove(b, fs, source, from, to, *s.registers, convert, inst.resultId);
+      } else {
+        // A signedness-only change is a reinterpretation: the bits go through as they are.
+        RoundTrip(b, fs, source, from, to, transpose, inst.resultId);
+      }
+      break;
+    case Route::ConvertThenMove: {
+      const CoopMatType mid = MakeType(c, s.midComponent, from.scopeId, s.midRows, s.midCols, s.midUse);
+      move(b.Emit(inst.opcode, mid.id, {source}), mid, to, inst.resultId);
+      break;
+    }
+    case Route::MoveThenConvert: {
+      const CoopMatType mid = MakeType(c, s.midComponent, from.scopeId, s.midRows, s.midCols, s.midUse);
+      b.Emit(inst.opcode, to.id, {move(source, from, mid, 0)}, inst.resultId);
+      break;
+    }
+    case Route::Scalars:
+      if (s.registers) {
+        const spv::Op convert = SignednessOnly(t, from.componentType, to.componentType) ? spv::Op::OpBitcast : inst.opcode;
+        RegisterMove(b, fs, source, from, to, *s.registers, convert, inst.resultId);
+      } else {
+        ConvertInScratch(b, fs, inst, from, to, transpose);
+      }
+      break;
   }
-  if (SameComponentOrSignedness(t, from.componentType, to.componentType) && t.IsIntType(from.componentType) &&
-      from.componentType != to.componentType) {
-    // A signedness-only S/UConvert is a reinterpretation: the bits go through as they are.
-    RoundTrip(b, fs, inst.operands[0], from, to, transpose, inst.resultId);
-  } else if (from.use == MatrixUse::Accumulator &&
-             c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
-    // Convert the component type while still an Accumulator (plain KHR), then move the Use.
-    const CoopMatType mid = MakeType(c, to.componentType, from.scopeId, from.rowsId, from.colsId, MatrixUse::Accumulator);
-    const uint32_t converted = b.Emit(inst.opcode, mid.id, {inst.operands[0]});
-    RoundTrip(b, fs, converted, mid, to, transpose, inst.resultId);
-  } else if (from.use == MatrixUse::Accumulator && c.IsSupportedMatrix(from.componentType, to.rowsId, to.colsId, to.use)) {
-    // Move the Use first (an A/B matrix of the source component type), then convert as A/B.
-    const CoopMatType mid = MakeType(c, from.componentType, from.scopeId, to.rowsId, to.colsId, to.use);
-    const uint32_t moved = RoundTrip(b, fs, inst.operands[0], from, mid, transpose);
-    b.Emit(inst.opcode, to.id, {moved}, inst.resultId);
-  } else if (from.use != MatrixUse::Accumulator &&
-             c.IsSupportedMatrix(from.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
-    // A/B -> Accumulator: move the Use first, then convert as an Accumulator.
-    const CoopMatType mid = MakeType(c, from.componentType, from.scopeId, from.rowsId, from.colsId, MatrixUse::Accumulator);
-    const uint32_t moved = RoundTrip(b, fs, inst.operands[0], from, mid, false);
-    b.Emit(inst.opcode, to.id, {moved}, inst.resultId);
-  } else if (from.use != MatrixUse::Accumulator && c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, from.use)) {
-    // Convert as A/B first, then move the Use.
-    const CoopMatType mid = MakeType(c, to.componentType, from.scopeId, from.rowsId, from.colsId, from.use);
-    const uint32_t converted = b.Emit(inst.opcode, mid.id, {inst.operands[0]});
-    RoundTrip(b, fs, converted, mid, to, false, inst.resultId);
-  } else {
-    // No intermediate matrix type is known to be supported: convert the scalars.
-    ConvertInScratch(b, fs, inst, from, to, transpose);
-  }
-  ++c.stats.convert;
+  if (inst.opcode == spv::Op::OpCooperativeMatrixConvertUseEXT) ++c.stats.convertUse;
+  else ++c.stats.convert;
   if (transpose) ++c.stats.transpose;
+  if (s.registers) ++c.stats.registerPath;
 }
 
 }  // namespace coopmat

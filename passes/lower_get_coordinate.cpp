@@ -3,7 +3,7 @@
 // learns it: it writes a row-major matrix whose elements hold their own row (and
 // one holding the column) into scratch, loads it back as the matrix type, and
 // element i of the loaded matrix then names the row (column) of element i.
-#include "lowering.h"
+#include "register.h"
 
 namespace coopmat {
 namespace {
@@ -147,6 +147,8 @@ void PrepareCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& ty
 }
 
 uint32_t ReadCoordinate(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t index, bool column) {
+  // Register path: the driver's layout is known, the coordinate is bit arithmetic.
+  if (const LinearLayout* layout = RegisterLayout(b.context(), type)) return RegisterCoordinate(b, fs, *layout, index, column);
   auto it = fs.coordinates.find(type.id);
   if (it == fs.coordinates.end()) Fail("internal error: no coordinate tables for type %" + std::to_string(type.id));
   const CoordinateTables& tables = it->second;
@@ -172,7 +174,8 @@ void LowerGetCoordinate(Builder& b, FunctionState& fs, const ir::Instruction& in
   // The result for an Index past the length is undefined, but reading the table
   // there would access past a Function/Private variable: read element 0 instead.
   uint32_t index = b.AsIntType(inst.operands[1], t.Uint());
-  if (auto constant = t.ConstantValue(index); !constant || *constant != 0) {
+  const bool registers = RegisterLayout(c, type) != nullptr;  // in range whatever the index
+  if (auto constant = t.ConstantValue(index); !registers && (!constant || *constant != 0)) {
     const uint32_t length = b.Emit(spv::Op::OpCooperativeMatrixLengthKHR, t.Uint(), {type.id});
     const uint32_t inRange = b.Emit(spv::Op::OpULessThan, t.Bool(), {index, length});
     index = b.Emit(spv::Op::OpSelect, t.Uint(), {inRange, index, b.U(0)});
@@ -181,6 +184,7 @@ void LowerGetCoordinate(Builder& b, FunctionState& fs, const ir::Instruction& in
   const uint32_t col = b.AsIntType(ReadCoordinate(b, fs, type, index, true), component);
   b.Emit(spv::Op::OpCompositeConstruct, inst.typeId, {row, col}, inst.resultId);
   ++c.stats.getCoordinate;
+  if (registers) ++c.stats.registerPath;
 }
 
 }  // namespace coopmat

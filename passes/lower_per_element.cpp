@@ -1,7 +1,7 @@
 // OpCooperativeMatrixPerElementOpEXT: a loop over the elements this invocation
 // holds, calling Func(row, col, element, extras...) for each, with the
 // coordinates from the learned tables. Func stays an ordinary function.
-#include "lowering.h"
+#include "register.h"
 
 namespace coopmat {
 
@@ -54,6 +54,7 @@ void LowerPerElement(Builder& b, FunctionState& fs, const ir::Instruction& inst)
   });
   b.Emit(spv::Op::OpLoad, type.id, {matrixVar}, inst.resultId);
   ++c.stats.perElement;
+  if (RegisterLayout(c, type)) ++c.stats.registerPath;  // coordinates were bit arithmetic
 }
 
 }  // namespace coopmat

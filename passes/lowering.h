@@ -88,6 +88,10 @@ struct Context {
   std::map<uint32_t, CoordinateTables> privateTables;
   std::map<uint32_t, std::vector<CoopMatType>> entryLearns;  // entry function -> types
   Scratch scratch;
+  // Register path (register.cpp): the decision per lowered instruction (by result
+  // id), and whether any subgroup shuffle was emitted (needs GroupNonUniformShuffle).
+  std::map<uint32_t, bool> registerPath;
+  bool usesShuffle = false;
 
   Context(ir::Module& m, TypeManager& t, const LowerOptions& o, LowerStats& s)
       : module(m), types(t), options(o), stats(s), scratch(*this) {}
@@ -106,7 +110,7 @@ struct Context {
 
 struct FunctionState {
   ir::Function& function;
-  uint32_t sliceBase = 0;      // SubgroupId * wordsPerSlice
+  uint32_t sliceBase = 0;      // SubgroupId * wordsPerSlice (only when an op of the function uses the scratch)
   uint32_t lane = 0;           // SubgroupLocalInvocationId
   uint32_t subgroupSize = 0;   // SubgroupSize
   std::map<uint32_t, CoordinateTables> coordinates;  // by matrix type id
@@ -141,6 +145,7 @@ class Builder {
   uint32_t ShiftRight(uint32_t a, uint32_t b);
   uint32_t And(uint32_t a, uint32_t b);
   uint32_t Or(uint32_t a, uint32_t b);
+  uint32_t Xor(uint32_t a, uint32_t b);
   uint32_t U(uint32_t value) { return context_.types.UintConstant(value); }
 
   // Element `index` of the matrix held in Function variable `var` of `matrixType`.
@@ -172,6 +177,14 @@ void LowerGetCoordinate(Builder& b, FunctionState& fs, const ir::Instruction& in
 void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst);
 void LowerPerElement(Builder& b, FunctionState& fs, const ir::Instruction& inst);
 void LowerReduce(Builder& b, FunctionState& fs, const ir::Instruction& inst);
+
+// Register path (register.cpp, lower_reduce_register.cpp, the register parts of
+// lower_convert_use.cpp): whether `inst` (an operation NeedsLowering accepted) is
+// lowered with the driver's register layout instead of the scratch. Cached.
+bool TakesRegisterPath(Context& context, const ir::Instruction& inst);
+bool CanLowerReduceInRegisters(Context& context, const ir::Instruction& inst);
+void LowerReduceInRegisters(Builder& b, FunctionState& fs, const ir::Instruction& inst);
+bool ConversionUsesScratch(Context& context, const ir::Instruction& inst);
 
 // "OpFoo %12" for error messages.
 std::string Describe(const ir::Instruction& inst);

@@ -239,9 +239,17 @@ uint32_t Scratch::ReadElement(Builder& b, const FunctionState& fs, const CoopMat
 }
 
 void Scratch::Finalize() {
-  if (!variable_) return;
   ir::Module& m = context_.module;
   TypeManager& t = context_.types;
+  if (!variable_) {
+    // A slice base computed for operations that ended up needing no scratch.
+    if (wordsPerSlice_) t.AddGlobal(ir::Instruction(spv::Op::OpConstant, t.Uint(), wordsPerSlice_, {0}));
+    // The register path still reads builtins: they go into the interfaces.
+    for (ir::Instruction& entry : m.entryPoints)
+      if (IsComputeLike(entry.Operand(0)))
+        for (const auto& [builtin, variable] : context_.builtins) AddToInterface(entry, variable);
+    return;
+  }
 
   // Words per slice: the largest matrix any use stores.
   uint32_t words = t.UintConstant(std::max<uint32_t>(maxConstantWords_, 1));

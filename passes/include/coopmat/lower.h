@@ -95,6 +95,8 @@ struct LowerStats {
   uint32_t transpose = 0;    // conversions carrying CooperativeMatrixTransposeEXT
   uint32_t perElement = 0;
   uint32_t reduce = 0;
+  // Of those, the ones lowered in registers with LowerOptions::layouts (no scratch).
+  uint32_t registerPath = 0;
   size_t wordsIn = 0;
   size_t wordsOut = 0;
   // Scratch the lowering added, per subgroup slice, when the sizes are constant

@@ -1,0 +1,428 @@
+// The register path's shared pieces (see register.h): layout lookup, linear bit
+// arithmetic, shuffles, and the gather planner/emitter. The GF(2) algebra works
+// on packed vectors: a slot is lane bits then index bits, a coordinate is row
+// bits then column bits of the source layout.
+#include "register.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+namespace coopmat {
+namespace {
+
+uint32_t Log2(uint32_t v) { return static_cast<uint32_t>(std::countr_zero(v)); }
+
+// The register path unrolls over the elements; longer matrices keep the scratch path.
+constexpr uint32_t kMaxLength = 256;
+
+// Gaussian elimination over GF(2) with the input combination tracked per row.
+struct Elimination {
+  struct Row {
+    uint64_t image = 0, input = 0;
+  };
+  std::map<uint32_t, Row> pivot;  // by highest image bit
+  std::vector<uint64_t> kernel;
+  bool Add(uint64_t image, uint64_t input) {
+    for (auto it = pivot.rbegin(); it != pivot.rend() && image; ++it)
+      if (image >> it->first & 1) {
+        image ^= it->second.image;
+        input ^= it->second.input;
+      }
+    if (!image) {
+      kernel.push_back(input);
+      return false;
+    }
+    pivot[63 - static_cast<uint32_t>(std::countl_zero(image))] = {image, input};
+    return true;
+  }
+  void Reduce() {
+    for (auto& [bit, row] : pivot)
+      for (auto& [other, otherRow] : pivot)
+        if (other != bit && (otherRow.image >> bit & 1)) {
+          otherRow.image ^= row.image;
+          otherRow.input ^= row.input;
+        }
+  }
+  // A preimage of target when it is in the image (linear in target; reads pivot bits only).
+  uint64_t Preimage(uint64_t target) const {
+    uint64_t input = 0;
+    for (const auto& [bit, row] : pivot)
+      if (target >> bit & 1) input ^= row.input;
+    return input;
+  }
+  bool Independent(uint64_t image) const {
+    for (auto it = pivot.rbegin(); it != pivot.rend() && image; ++it)
+      if (image >> it->first & 1) image ^= it->second.image;
+    return image != 0;
+  }
+};
+
+// Applies a linear map given by per-bit images to x.
+uint64_t Apply(const std::vector<uint32_t>& images, uint64_t x) {
+  uint64_t out = 0;
+  for (size_t k = 0; k < images.size(); ++k)
+    if (x >> k & 1) out ^= images[k];
+  return out;
+}
+
+// Projection of an index onto the representatives of the cosets of span(xors):
+// clears the pivot bits of a reduced basis. Linear.
+struct Projection {
+  std::vector<std::pair<uint32_t, uint32_t>> basis;  // (pivot bit, vector), reduced
+  explicit Projection(const std::vector<uint32_t>& xors) {
+    for (uint32_t u : xors) {
+      for (const auto& [p, v] : basis)
+        if (u >> p & 1) u ^= v;
+      if (!u) continue;
+      const uint32_t p = 31 - static_cast<uint32_t>(std::countl_zero(u));
+      for (auto& [q, v] : basis)
+        if (v >> p & 1) v ^= u;
+      basis.push_back({p, u});
+    }
+  }
+  uint32_t operator()(uint32_t i) const {
+    for (const auto& [p, v] : basis)
+      if (i >> p & 1) i ^= v;
+    return i;
+  }
+};
+
+uint32_t VkComponentType(const TypeManager& t, uint32_t componentType, bool& ok) {
+  ok = false;
+  const ir::Instruction* component = t.GlobalDef(componentType);
+  if (!component) return 0;
+  const uint32_t width = component->Operand(0);
+  const uint32_t log = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : 4;
+  if (log > 3) return 0;
+  if (component->opcode == spv::Op::OpTypeFloat) {
+    if (component->operands.size() != 1 || log == 0) return 0;  // bfloat16 and fp8 are not mapped
+    ok = true;
+    return log - 1;
+  }
+  if (component->opcode == spv::Op::OpTypeInt) {
+    ok = true;
+    return (component->Operand(1) ? kTypeS8 : kTypeU8) + log;
+  }
+  return 0;
+}
+
+bool HasCapability(const ir::Module& m, spv::Capability capability) {
+  for (const ir::Instruction& cap : m.capabilities)
+    if (cap.Operand(0) == static_cast<uint32_t>(capability)) return true;
+  return false;
+}
+
+// The capability that arithmetic (conversions, subgroup operations) on this
+// scalar type needs, or None for 32-bit types.
+bool ArithmeticAllowed(const Context& c, uint32_t scalarType) {
+  const TypeManager& t = c.types;
+  const uint32_t width = t.ScalarWidth(scalarType);
+  if (width == 32) return true;
+  if (t.IsFloatType(scalarType)) return width == 16 && HasCapability(c.module, spv::Capability::Float16);
+  if (t.IsIntType(scalarType)) {
+    if (width == 8) return HasCapability(c.module, spv::Capability::Int8);
+    if (width == 16) return HasCapability(c.module, spv::Capability::Int16);
+  }
+  return false;
+}
+
+uint32_t ShuffleOp(Builder& b, spv::Op op, uint32_t value, uint32_t operand) {
+  Context& c = b.context();
+  TypeManager& t = c.types;
+  c.usesShuffle = true;
+  const uint32_t type = t.TypeOf(value);
+  const uint32_t scope = b.U(static_cast<uint32_t>(spv::Scope::Subgroup));
+  if (t.ScalarWidth(type) == 32) return b.Emit(op, type, {scope, value, operand});
+  // Narrow values cross lanes as 32-bit ones (exact both ways).
+  uint32_t wide = 0;
+  spv::Op widen = spv::Op::OpFConvert, narrow = spv::Op::OpFConvert;
+  if (t.IsFloatType(type)) {
+    wide = t.Float(32);
+  } else {
+    const bool isSigned = t.IsSignedInt(type);
+    wide = t.Int(32, isSigned);
+    widen = narrow = isSigned ? spv::Op::OpSConvert : spv::Op::OpUConvert;
+  }
+  const uint32_t shuffled = b.Emit(op, wide, {scope, b.Emit(widen, wide, {value}), operand});
+  return b.Emit(narrow, type, {shuffled});
+}
+
+}  // namespace
+
+const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use) {
+  if (c.options.layouts.empty()) return nullptr;
+  bool ok = false;
+  const uint32_t vkType = VkComponentType(c.types, componentType, ok);
+  const auto rows = c.types.ConstantValue(rowsId), cols = c.types.ConstantValue(colsId);
+  if (!ok || !rows || !cols) return nullptr;  // specialization constants are never matched
+  const LinearLayout* found = nullptr;
+  for (const LinearLayout& l : c.options.layouts) {
+    const LayoutKey& k = l.key;
+    if (k.componentType != vkType || k.use != static_cast<uint32_t>(use) || k.rows != *rows || k.cols != *cols) continue;
+    if (found && found->key.subgroupSize != k.subgroupSize) return nullptr;  // ambiguous: which size runs?
+    if (!found) found = &l;
+  }
+  if (!found || found->length > kMaxLength || !ValidateLayout(*found).empty()) return nullptr;
+  return found;
+}
+
+uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images) {
+  if (auto constant = b.types().ConstantValue(x)) return b.U(static_cast<uint32_t>(Apply(images, *constant)));
+  // Single-bit images are grouped by how far they move: one mask and one shift per distance.
+  std::map<int, uint32_t> byShift;
+  uint32_t result = b.U(0);
+  for (size_t k = 0; k < images.size(); ++k) {
+    const uint32_t image = images[k];
+    if (!image) continue;
+    if (std::popcount(image) == 1) {
+      byShift[static_cast<int>(Log2(image)) - static_cast<int>(k)] |= 1u << k;
+      continue;
+    }
+    const uint32_t bit = b.And(b.ShiftRight(x, b.U(static_cast<uint32_t>(k))), b.U(1));
+    result = b.Xor(result, b.Mul(bit, b.U(image)));
+  }
+  for (const auto& [shift, mask] : byShift) {
+    const uint32_t part = b.And(x, b.U(mask));
+    result = b.Xor(result, shift >= 0 ? b.ShiftLeft(part, b.U(static_cast<uint32_t>(shift)))
+                                      : b.ShiftRight(part, b.U(static_cast<uint32_t>(-shift))));
+  }
+  return result;
+}
+
+uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLayout& l, uint32_t index, bool column) {
+  std::vector<uint32_t> laneImages, indexImages;
+  for (const BitImage& image : l.laneBits) laneImages.push_back(column ? image.colMask : image.rowMask);
+  for (const BitImage& image : l.indexBits) indexImages.push_back(column ? image.colMask : image.rowMask);
+  return b.Xor(XorBits(b, fs.lane, laneImages), XorBits(b, index, indexImages));
+}
+
+bool CanShuffle(const Context& c, uint32_t scalarType) { return ArithmeticAllowed(c, scalarType); }
+
+bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to) {
+  return ArithmeticAllowed(c, from) && ArithmeticAllowed(c, to);
+}
+
+uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask) {
+  if (mask == 0) return value;
+  return ShuffleOp(b, spv::Op::OpGroupNonUniformShuffleXor, value, b.U(mask));
+}
+
+uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId) {
+  return ShuffleOp(b, spv::Op::OpGroupNonUniformShuffle, value, laneId);
+}
+
+// ---- Gather ---------------------------------------------------------------------
+
+bool GatherPlan::NeedsShuffle() const {
+  if (!identityLanes) return true;
+  return std::any_of(indexSource.begin(), indexSource.end(), [](uint32_t v) { return v != 0; });
+}
+
+bool GatherPlan::DynamicDest() const {
+  return std::any_of(laneDestOffset.begin(), laneDestOffset.end(), [](uint32_t v) { return v != 0; });
+}
+
+std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRows, uint32_t keptCols,
+                                     const std::vector<uint32_t>& indexXors, const LinearLayout& dest,
+                                     const std::vector<BitImage>& targets) {
+  if (source.key.subgroupSize != dest.key.subgroupSize) return std::nullopt;
+  const uint32_t Ls = Log2(source.key.subgroupSize), Is = Log2(source.length), Rs = Log2(source.key.rows);
+  const uint32_t Id = Log2(dest.length);
+  if (targets.size() != Ls + Id) return std::nullopt;
+  const uint64_t laneMask = (uint64_t{1} << Ls) - 1;
+  auto pack = [&](const BitImage& image) { return uint64_t{image.rowMask} | (uint64_t{image.colMask} << Rs); };
+  const uint64_t kept = pack({keptRows & (source.key.rows - 1), keptCols & (source.key.cols - 1)});
+
+  // P: source slot -> kept coordinate bits.
+  Elimination p;
+  for (uint32_t k = 0; k < Ls; ++k) p.Add(pack(source.laneBits[k]) & kept, uint64_t{1} << k);
+  for (uint32_t k = 0; k < Is; ++k) p.Add(pack(source.indexBits[k]) & kept, uint64_t{1} << (Ls + k));
+  p.Reduce();
+  auto imageOf = [&](uint64_t slot) {
+    uint64_t image = 0;
+    for (uint32_t k = 0; k < Ls; ++k)
+      if (slot >> k & 1) image ^= pack(source.laneBits[k]) & kept;
+    for (uint32_t k = 0; k < Is; ++k)
+      if (slot >> (Ls + k) & 1) image ^= pack(source.indexBits[k]) & kept;
+    return image;
+  };
+  // The freedom: slots with the same kept coordinate (combined elements, replicas).
+  std::vector<uint64_t> freedom{0};
+  for (size_t k = 0; k < p.kernel.size() && k < 12; ++k) {
+    const size_t n = freedom.size();
+    for (size_t i = 0; i < n; ++i) freedom.push_back(freedom[i] ^ p.kernel[k]);
+  }
+  const Projection project(indexXors);
+  auto lanePart = [&](uint64_t slot) { return static_cast<uint32_t>(slot & laneMask); };
+  auto indexPart = [&](uint64_t slot) { return project(static_cast<uint32_t>(slot >> Ls)); };
+
+  std::vector<uint64_t> solutions;  // particular solutions per destination bit
+  for (const BitImage& target : targets) {
+    const uint64_t t = pack(target) & kept;
+    if (pack(target) != t) return std::nullopt;  // a target outside the kept bits: not a plan this can make
+    const uint64_t s = p.Preimage(t);
+    if (imageOf(s) != t) return std::nullopt;
+    solutions.push_back(s);
+  }
+
+  GatherPlan plan;
+  plan.laneBits = Ls;
+  plan.sourceLength = source.length;
+  plan.destLength = dest.length;
+  // Destination index bits: prefer a source in the same lane.
+  for (uint32_t k = 0; k < Id; ++k) {
+    uint64_t best = solutions[Ls + k];
+    for (uint64_t w : freedom)
+      if (lanePart(solutions[Ls + k] ^ w) == 0) {
+        best = solutions[Ls + k] ^ w;
+        break;
+      }
+    plan.indexSource.push_back(lanePart(best));
+    plan.indexIndex.push_back(indexPart(best));
+  }
+  // Destination lane bits: a source slot, plus a destination index offset m that
+  // moves the source by B(m), D(m). Prefer the receiver's own lane bit (then the
+  // lanes map by XOR), static indices, and otherwise a bijective lane map.
+  struct Choice {
+    uint32_t lane, index, offset;
+  };
+  const uint64_t combos = uint64_t{dest.length} * freedom.size();
+  const uint32_t offsets = combos > (1u << 16) ? std::max<uint32_t>(1, static_cast<uint32_t>((1u << 16) / freedom.size())) : dest.length;
+  auto candidates = [&](uint32_t j, const std::function<bool(const Choice&)>& accept) -> std::optional<Choice> {
+    std::optional<Choice> best;
+    int bestScore = 1 << 20;
+    for (uint32_t m = 0; m < std::min(offsets, dest.length); ++m) {
+      const uint32_t bm = static_cast<uint32_t>(Apply(plan.indexSource, m));
+      const uint32_t dm = static_cast<uint32_t>(Apply(plan.indexIndex, m));
+      for (uint64_t w : freedom) {
+        const uint64_t s = solutions[j] ^ w;
+        const Choice choice{lanePart(s) ^ bm, indexPart(s) ^ dm, m};
+        if (!accept(choice)) continue;
+        const int score = (choice.lane != (1u << j) ? 4 : 0) + (m != 0 ? 1 : 0) + (choice.index != 0 ? 1 : 0);
+        if (score < bestScore) {
+          bestScore = score;
+          best = choice;
+        }
+      }
+    }
+    return best;
+  };
+  std::vector<Choice> chosen;
+  bool identity = true;
+  for (uint32_t j = 0; j < Ls && identity; ++j) {
+    auto c = candidates(j, [&](const Choice& ch) { return ch.lane == (1u << j); });
+    if (c) chosen.push_back(*c);
+    else identity = false;
+  }
+  if (!identity) {
+    chosen.clear();
+    Elimination lanes;
+    for (uint32_t j = 0; j < Ls; ++j) {
+      auto c = candidates(j, [&](const Choice& ch) { return lanes.Independent(ch.lane); });
+      if (!c) c = candidates(j, [](const Choice&) { return true; });
+      if (!c) return std::nullopt;
+      lanes.Add(c->lane, uint64_t{1} << j);
+      chosen.push_back(*c);
+    }
+  }
+  for (const Choice& c : chosen) {
+    plan.laneSource.push_back(c.lane);
+    plan.laneIndex.push_back(c.index);
+    plan.laneDestOffset.push_back(c.offset);
+  }
+  plan.identityLanes = identity;
+  if (!identity) {
+    // The sender computes the index for its receiver: needs C constant on the
+    // receivers that share a sender (ker A within ker C), then C' = C o A^-1.
+    Elimination a;
+    for (uint32_t j = 0; j < Ls; ++j) a.Add(plan.laneSource[j], uint64_t{1} << j);
+    for (uint64_t x : a.kernel)
+      if (Apply(plan.laneIndex, x) != 0) return std::nullopt;
+    a.Reduce();
+    plan.senderIndex.assign(Ls, 0);
+    for (const auto& [bit, row] : a.pivot) plan.senderIndex[bit] = static_cast<uint32_t>(Apply(plan.laneIndex, row.input));
+  }
+  return plan;
+}
+
+uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
+                    uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
+  TypeManager& t = b.types();
+  uint32_t arrayVar = 0;
+  auto fetch = [&](uint32_t index) {
+    if (auto constant = t.ConstantValue(index)) return value(*constant % plan.sourceLength);
+    if (!arrayVar) {  // every source element, for a per-lane index
+      std::vector<uint32_t> elements;
+      for (uint32_t i = 0; i < plan.sourceLength; ++i) elements.push_back(value(i));
+      const uint32_t arrayType = t.UndecoratedArray(valueType, b.U(plan.sourceLength));
+      arrayVar = b.Variable(arrayType);
+      b.EmitVoid(spv::Op::OpStore, {arrayVar, b.Emit(spv::Op::OpCompositeConstruct, arrayType, elements)});
+    }
+    return b.Emit(spv::Op::OpLoad, valueType, {b.ElementPointer(arrayVar, valueType, index)});
+  };
+  const bool dynamicDest = plan.DynamicDest();
+  const uint32_t destVar = dynamicDest ? b.Variable(destType) : 0;
+  const uint32_t destComponent = t.GlobalDef(destType)->Operand(0);
+  uint32_t result = 0;
+  for (uint32_t round = 0; round < plan.destLength; ++round) {
+    const uint32_t bt = static_cast<uint32_t>(Apply(plan.indexSource, round));
+    const uint32_t dt = static_cast<uint32_t>(Apply(plan.indexIndex, round));
+    uint32_t v = 0;
+    if (plan.identityLanes) {
+      // Receiver = own lane ^ bt.
+      const uint32_t index = b.Xor(XorBits(b, fs.lane, plan.laneIndex), b.U(static_cast<uint32_t>(Apply(plan.laneIndex, bt)) ^ dt));
+      v = ShuffleXor(b, fetch(index), bt);
+    } else {
+      const uint32_t index =
+          b.Xor(XorBits(b, fs.lane, plan.senderIndex), b.U(static_cast<uint32_t>(Apply(plan.senderIndex, bt)) ^ dt));
+      const uint32_t sourceLane = b.Xor(XorBits(b, fs.lane, plan.laneSource), b.U(bt));
+      v = Shuffle(b, fetch(index), sourceLane);
+    }
+    if (after) v = after(v);
+    const bool last = round + 1 == plan.destLength;
+    if (dynamicDest) {
+      const uint32_t destIndex = b.Xor(XorBits(b, fs.lane, plan.laneDestOffset), b.U(round));
+      b.EmitVoid(spv::Op::OpStore, {b.ElementPointer(destVar, destComponent, destIndex), v});
+    } else if (round == 0) {
+      result = b.Emit(spv::Op::OpCompositeConstruct, destType, {v}, last ? resultId : 0);
+    } else {
+      result = b.Emit(spv::Op::OpCompositeInsert, destType, {v, result, round}, last ? resultId : 0);
+    }
+  }
+  if (dynamicDest) result = b.Emit(spv::Op::OpLoad, destType, {destVar}, resultId);
+  return result;
+}
+
+std::optional<GatherPlan> PlanRegisterMove(const Context&, const LinearLayout* from, const LinearLayout* to, bool transpose) {
+  if (!from || !to || from->key.subgroupSize != to->key.subgroupSize) return std::nullopt;
+  const uint32_t rows = transpose ? to->key.cols : to->key.rows, cols = transpose ? to->key.rows : to->key.cols;
+  if (rows != from->key.rows || cols != from->key.cols) return std::nullopt;
+  std::vector<BitImage> targets;
+  auto add = [&](const BitImage& image) {
+    targets.push_back(transpose ? BitImage{image.colMask, image.rowMask} : image);
+  };
+  for (const BitImage& image : to->laneBits) add(image);
+  for (const BitImage& image : to->indexBits) add(image);
+  return PlanGather(*from, ~0u, ~0u, {}, *to, targets);
+}
+
+bool TakesRegisterPath(Context& c, const ir::Instruction& inst) {
+  if (c.options.layouts.empty()) return false;
+  if (auto it = c.registerPath.find(inst.resultId); it != c.registerPath.end()) return it->second;
+  bool registers = false;
+  TypeManager& t = c.types;
+  switch (inst.opcode) {
+    case spv::Op::OpCooperativeMatrixGetCoordinateEXT:
+    case spv::Op::OpCooperativeMatrixPerElementOpEXT: {
+      auto type = t.CoopMatInfo(t.TypeOf(inst.Operand(0)));
+      registers = type && RegisterLayout(c, *type);
+      break;
+    }
+    case spv::Op::OpCooperativeMatrixReduceEXT: registers = CanLowerReduceInRegisters(c, inst); break;
+    default: registers = !ConversionUsesScratch(c, inst); break;
+  }
+  return c.registerPath[inst.resultId] = registers;
+}
+
+}  // namespace coopmat

@@ -1,0 +1,83 @@
+// The register path's shared pieces: which layout a matrix type has, bit
+// arithmetic for linear maps of the lane id and the element index, subgroup
+// shuffles of any component type, and the gather that moves elements between two
+// register layouts (ConvertUse, transposes, placing reduction results).
+//
+// Everything here assumes the pipeline runs with the subgroup size of the
+// layouts in LowerOptions::layouts and with full subgroups: the layer passes
+// layouts only when the pipeline's subgroup size is fixed (see lower.h).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "lowering.h"
+
+namespace coopmat {
+
+// The register layout of a matrix type with exactly this component type, Use and
+// constant dimensions, or null (no such layout, specialization-constant
+// dimensions, an unmapped component type, or layouts of several subgroup sizes).
+const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use);
+inline const LinearLayout* RegisterLayout(const Context& c, const CoopMatType& type) {
+  return RegisterLayout(c, type.componentType, type.rowsId, type.colsId, type.use);
+}
+
+// XOR over the set bits k of the uint `x` of the constant images[k], as shift
+// and mask arithmetic (folded when x is a constant).
+uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images);
+// Row (or column) of element `index` (a uint id) of the invocation: lane part XOR index part.
+uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLayout& layout, uint32_t index, bool column);
+
+// Whether values of this scalar type can cross lanes: 32-bit ones directly, 8- and
+// 16-bit ones widened to 32 bits, which needs the module's Int8/Int16/Float16.
+bool CanShuffle(const Context& c, uint32_t scalarType);
+// Whether the module may convert between these scalar types (narrow types need
+// their arithmetic capability).
+bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to);
+// OpGroupNonUniformShuffleXor with a constant mask, or OpGroupNonUniformShuffle
+// from the lane `laneId`; narrow values go through 32 bits.
+uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask);
+uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId);
+
+// A gather from a source register layout into a destination one, as rounds: in
+// round t each invocation L fills its destination element M(L) ^ t with source
+// element idx from lane src, where src = A(L) ^ B(t) and idx is computed by the
+// sending lane for its receiver. Linear maps are kept as images of input bits.
+struct GatherPlan {
+  uint32_t laneBits = 0;        // log2 subgroup size
+  uint32_t sourceLength = 0;
+  uint32_t destLength = 0;
+  bool identityLanes = false;   // A == identity: one ShuffleXor per round (none when B(t) == 0)
+  std::vector<uint32_t> laneSource;     // A: per destination lane bit, the source lane
+  std::vector<uint32_t> laneIndex;      // C: per destination lane bit, the source index
+  std::vector<uint32_t> laneDestOffset; // M: per destination lane bit, the destination index
+  std::vector<uint32_t> indexSource;    // B: per destination index bit, the source lane
+  std::vector<uint32_t> indexIndex;     // D: per destination index bit, the source index
+  std::vector<uint32_t> senderIndex;    // when !identityLanes: C' with C'(A(L)) == C(L), per source lane bit
+  bool NeedsShuffle() const;
+  bool DynamicDest() const;
+};
+
+// Plans the gather: destination slot d must read a source slot whose coordinate,
+// masked to keptRows/keptCols, is targets[bit] XORed over the set bits of d
+// (destination lane bits first, then index bits). Source indices that differ by
+// a vector of `indexXors` hold the same value (they were combined). Nullopt when
+// no plan with one shuffle per round exists (the caller keeps the scratch path).
+std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRows, uint32_t keptCols,
+                                     const std::vector<uint32_t>& indexXors, const LinearLayout& dest,
+                                     const std::vector<BitImage>& targets);
+
+// Emits the gather. value(i) returns source element i of this invocation (an id
+// of `valueType`, the same id for indices that hold the same value); after(v),
+// when set, converts each gathered value. The last instruction defines resultId
+// (a new id when 0), of matrix type destType; returns it.
+uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
+                    uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
+
+// Moves between register layouts for conversions: the plan of a Use change (and
+// transpose) from one matrix type to another, or nullopt.
+std::optional<GatherPlan> PlanRegisterMove(const Context& c, const LinearLayout* from, const LinearLayout* to, bool transpose);
+
+}  // namespace coopmat
