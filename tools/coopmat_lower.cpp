@@ -1,9 +1,14 @@
 // coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]
 //               [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]
+//               [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...
 // Lowers SPV_EXT_cooperative_matrix_maintenance1 to SPV_KHR_cooperative_matrix.
 // --matrix-properties describes one VkCooperativeMatrixPropertiesKHR of the target
 // driver (component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64, e.g.
 // 8x8x8:u8,u8,u32,u32); without any, conversions never add a matrix type of their own.
+// --layouts reads register layouts in the text form of coopmat/layout.h (what
+// coopmat-info --layouts writes); --builtin-layouts adds a driver family's
+// built-in ones (lavapipe, radv-gfx11, radv-gfx12, cdna-mfma) at a subgroup size.
+// With layouts, operations on those exact types are lowered in registers.
 #include <array>
 #include <charconv>
 #include <cstdio>
@@ -19,7 +24,8 @@ namespace {
 
 int Usage() {
   std::cerr << "usage: coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
-               "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n";
+               "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n"
+               "                     [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...\n";
   return 2;
 }
 
@@ -100,6 +106,27 @@ int main(int argc, char** argv) {
       if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
           !ParseUint(argv[++i], options.flexibleMaxDimension))
         return Error("--flexible-dimensions takes an optional integer maximum dimension");
+    } else if (arg == "--layouts") {
+      if (!value(text)) return Error("--layouts needs a file");
+      std::ifstream file(text, std::ios::binary);
+      if (!file) return Error("cannot open " + text);
+      const std::string contents((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+      coopmat::ParseResult parsed = coopmat::ParseLayouts(contents);
+      if (!parsed.ok) return Error(text + ": " + parsed.error);
+      options.layouts.insert(options.layouts.end(), parsed.layouts.begin(), parsed.layouts.end());
+    } else if (arg == "--builtin-layouts") {
+      uint32_t size = 0;
+      const size_t colon = value(text) ? text.find(':') : std::string::npos;
+      bool found = false;
+      if (colon != std::string::npos && ParseUint(text.substr(colon + 1), size))
+        for (auto family : {coopmat::DriverFamily::Lavapipe, coopmat::DriverFamily::RadvGfx11, coopmat::DriverFamily::RadvGfx12,
+                            coopmat::DriverFamily::CdnaMfma})
+          if (text.substr(0, colon) == coopmat::ToString(family)) {
+            const auto builtin = coopmat::BuiltinLayouts(family, size);
+            options.layouts.insert(options.layouts.end(), builtin.begin(), builtin.end());
+            found = true;
+          }
+      if (!found) return Error("--builtin-layouts needs FAMILY:SUBGROUP with FAMILY lavapipe, radv-gfx11, radv-gfx12 or cdna-mfma");
     } else if (arg == "-h" || arg == "--help") {
       Usage();
       return 0;
@@ -127,9 +154,9 @@ int main(int argc, char** argv) {
   if (!out) return Error("cannot write " + output);
   if (stats) {
     const auto& s = result.stats;
-    std::printf("ops lowered %u (getCoordinate %u, convertUse %u, convert %u, transpose %u, perElement %u, reduce %u), "
+    std::printf("ops lowered %u (getCoordinate %u, convertUse %u, convert %u, transpose %u, perElement %u, reduce %u; in registers %u), "
                 "words in %zu, words out %zu, %.1f us, scratch %u bytes per subgroup\n",
-                s.OpsLowered(), s.getCoordinate, s.convertUse, s.convert, s.transpose, s.perElement, s.reduce, s.wordsIn,
+                s.OpsLowered(), s.getCoordinate, s.convertUse, s.convert, s.transpose, s.perElement, s.reduce, s.registerPath, s.wordsIn,
                 s.wordsOut, s.microseconds, s.scratchBytesPerSubgroup);
   }
   return 0;
