@@ -1,0 +1,388 @@
+// The register path (LowerOptions::layouts): which operations take it, that its
+// output needs no Workgroup scratch and no barrier and validates, where it falls
+// back to the portable path, and CPU simulations of its plans (gathers for
+// conversions and reduction placement, reductions) on every built-in layout.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <bit>
+#include <map>
+#include <random>
+#include <set>
+
+#include "coopmat/lower.h"
+#include "register.h"
+#include "test_support.h"
+
+using coopmat::BitImage;
+using coopmat::LinearLayout;
+using coopmat::ir::Instruction;
+using coopmat::ir::Module;
+
+namespace {
+
+std::vector<LinearLayout> Builtin(coopmat::DriverFamily family, uint32_t subgroupSize) {
+  return coopmat::BuiltinLayouts(family, subgroupSize);
+}
+
+coopmat::LowerResult LowerWith(const std::vector<uint32_t>& words, std::vector<LinearLayout> layouts) {
+  coopmat::LowerOptions options;
+  options.layouts = std::move(layouts);
+  auto result = coopmat::LowerModule(words, options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  return result;
+}
+
+size_t SubgroupBarriers(const Module& m) {
+  std::map<uint32_t, uint32_t> constants;
+  for (const auto& g : m.globals)
+    if (g.opcode == spv::Op::OpConstant && !g.operands.empty()) constants[g.resultId] = g.operands[0];
+  size_t count = 0;
+  passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) {
+    if (i.opcode == spv::Op::OpControlBarrier && constants[i.Operand(0)] == static_cast<uint32_t>(spv::Scope::Subgroup)) ++count;
+  });
+  return count;
+}
+
+void CheckNoExtensionLeft(const Module& m) {
+  for (spv::Op op : {spv::Op::OpCooperativeMatrixConvertUseEXT, spv::Op::OpCooperativeMatrixGetCoordinateEXT,
+                     spv::Op::OpCooperativeMatrixReduceEXT, spv::Op::OpCooperativeMatrixPerElementOpEXT})
+    CHECK(passtest::CountOpcode(m, op) == 0);
+  CHECK_FALSE(passtest::HasCapability(m, spv::Capability::CooperativeMatrixConversionsEXT));
+  CHECK_FALSE(passtest::HasCapability(m, spv::Capability::CooperativeMatrixGetCoordinateEXT));
+  CHECK_FALSE(passtest::HasExtension(m, "SPV_EXT_cooperative_matrix_maintenance1"));
+  CHECK_FALSE(passtest::HasDecoration(m, spv::Decoration::CooperativeMatrixTransposeEXT));
+}
+
+size_t Shuffles(const Module& m) {
+  return passtest::CountOpcode(m, spv::Op::OpGroupNonUniformShuffle) + passtest::CountOpcode(m, spv::Op::OpGroupNonUniformShuffleXor);
+}
+
+}  // namespace
+
+TEST_CASE("register path: with the driver's layouts every operation is lowered without scratch or barriers", "[register]") {
+  const std::string name = GENERATE("getcoord", "per_element", "reduce", "convert_type", "convert_mixed", "local_size_id",
+                                    "register16");
+  const std::string env = GENERATE("spirv1.3", "spirv1.5", "spirv1.6");
+  INFO(name << " " << env);
+  const auto input = passtest::LoadShader(name, env);
+  const Module before = passtest::ParseOrFail(input);
+  const auto result = LowerWith(input, Builtin(coopmat::DriverFamily::Lavapipe, 8));
+  const Module after = passtest::ParseOrFail(result.words);
+  const std::string validation = coopmat::ValidateModule(result.words);
+  INFO(validation);
+  CHECK(validation.empty());
+  CheckNoExtensionLeft(after);
+
+  const auto& s = result.stats;
+  CHECK(s.OpsLowered() > 0);
+  CHECK(s.registerPath == s.OpsLowered());
+  CHECK(s.scratchBytesPerSubgroup == 0);
+  CHECK(passtest::FindScratchVariable(after) == 0);
+  CHECK(SubgroupBarriers(after) == 0);
+  // No memory round trip: the module's own matrix loads and stores only.
+  CHECK(passtest::CountOpcode(after, spv::Op::OpCooperativeMatrixLoadKHR) ==
+        passtest::CountOpcode(before, spv::Op::OpCooperativeMatrixLoadKHR));
+  CHECK(passtest::CountOpcode(after, spv::Op::OpCooperativeMatrixStoreKHR) ==
+        passtest::CountOpcode(before, spv::Op::OpCooperativeMatrixStoreKHR));
+  // Lanes meet only through shuffles, and only where an operation moves data.
+  const bool movesData = s.reduce + s.convert + s.convertUse > 0;
+  if (name == "getcoord" || name == "per_element") {
+    CHECK(Shuffles(after) == 0);
+    CHECK_FALSE(passtest::HasCapability(after, spv::Capability::GroupNonUniformShuffle));
+  }
+  if (name == "reduce" || name == "register16") CHECK(Shuffles(after) > 0);
+  CHECK(passtest::HasCapability(after, spv::Capability::GroupNonUniformShuffle) == (Shuffles(after) > 0));
+  if (!movesData) CHECK(Shuffles(after) == 0);
+  CHECK(passtest::HasCapability(after, spv::Capability::GroupNonUniform));
+}
+
+TEST_CASE("register path: AMD and MFMA layouts lower the 16x16 shader to valid SPIR-V", "[register]") {
+  const auto [family, size] = GENERATE(std::pair{coopmat::DriverFamily::RadvGfx11, 32u}, std::pair{coopmat::DriverFamily::RadvGfx11, 64u},
+                                       std::pair{coopmat::DriverFamily::RadvGfx12, 32u}, std::pair{coopmat::DriverFamily::RadvGfx12, 64u});
+  const std::string env = GENERATE("spirv1.3", "spirv1.6");
+  INFO(coopmat::ToString(family) << " subgroup " << size << " " << env);
+  const auto result = LowerWith(passtest::LoadShader("register16", env), Builtin(family, size));
+  const std::string validation = coopmat::ValidateModule(result.words);
+  INFO(validation);
+  CHECK(validation.empty());
+  CHECK(result.stats.registerPath == result.stats.OpsLowered());
+  CHECK(passtest::FindScratchVariable(passtest::ParseOrFail(result.words)) == 0);
+}
+
+TEST_CASE("register path: types without an exact layout keep the portable path, in the same module", "[register]") {
+  const std::string env = GENERATE("spirv1.3", "spirv1.6");
+  INFO(env);
+  const auto lavapipe = Builtin(coopmat::DriverFamily::Lavapipe, 8);
+
+  SECTION("specialization-constant dimensions never match a layout") {
+    for (const char* name : {"spec_dims", "reduce_spec"}) {
+      INFO(name);
+      const auto result = LowerWith(passtest::LoadShader(name, env), lavapipe);
+      CHECK(result.stats.registerPath == 0);
+      CHECK(passtest::FindScratchVariable(passtest::ParseOrFail(result.words)) != 0);
+      CHECK(coopmat::ValidateModule(result.words).empty());
+    }
+  }
+  SECTION("one type without a layout: its operation is portable, the others stay in registers") {
+    std::vector<LinearLayout> layouts;
+    for (const auto& l : lavapipe)
+      if (!(l.key.componentType == coopmat::kTypeF16 && l.key.use == coopmat::kUseA)) layouts.push_back(l);
+    const auto result = LowerWith(passtest::LoadShader("getcoord", env), layouts);
+    CHECK(result.stats.getCoordinate == 4);
+    CHECK(result.stats.registerPath == 3);
+    const Module m = passtest::ParseOrFail(result.words);
+    CHECK(passtest::FindScratchVariable(m) != 0);
+    CHECK(SubgroupBarriers(m) > 0);
+    CHECK(coopmat::ValidateModule(result.words).empty());
+  }
+  SECTION("layouts of two subgroup sizes for one type are ambiguous") {
+    auto layouts = lavapipe;
+    for (auto l : lavapipe) {
+      l.key.subgroupSize = 16;
+      l.laneBits.push_back({});  // a replica lane bit: still a valid layout
+      layouts.push_back(l);
+    }
+    const auto result = LowerWith(passtest::LoadShader("getcoord", env), layouts);
+    CHECK(result.stats.registerPath == 0);
+  }
+  SECTION("a shape the layouts do not list (result 24x8, 8x248)") {
+    const auto result = LowerWith(passtest::LoadShader("coordinates_large", env), lavapipe);
+    CHECK(result.stats.registerPath < result.stats.OpsLowered());
+    CHECK(coopmat::ValidateModule(result.words).empty());
+  }
+  SECTION("no layouts: nothing changes") {
+    const auto input = passtest::LoadShader("reduce", env);
+    CHECK(LowerWith(input, {}).words == coopmat::LowerModule(input, {}).words);
+    CHECK(LowerWith(input, {}).stats.registerPath == 0);
+  }
+}
+
+TEST_CASE("register path: GetCoordinate is bit arithmetic on the lane id", "[register]") {
+  const auto result = LowerWith(passtest::LoadShader("getcoord", "spirv1.6"), Builtin(coopmat::DriverFamily::Lavapipe, 8));
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(passtest::CountOpcode(m, spv::Op::OpLoopMerge) == 4);  // the shader's own loops only
+  CHECK(passtest::CountOpcode(m, spv::Op::OpCooperativeMatrixLoadKHR) == 0);
+  CHECK(passtest::CountOpcode(m, spv::Op::OpBitwiseAnd) >= 4);
+  CHECK(passtest::CountOpcode(m, spv::Op::OpAccessChain) == passtest::CountOpcode(passtest::ParseOrFail(passtest::LoadShader("getcoord", "spirv1.6")), spv::Op::OpAccessChain));
+}
+
+// ---- CPU simulations of the plans ------------------------------------------------
+
+namespace {
+
+uint32_t Apply(const std::vector<uint32_t>& images, uint32_t x) {
+  uint32_t out = 0;
+  for (size_t k = 0; k < images.size(); ++k)
+    if (x >> k & 1) out ^= images[k];
+  return out;
+}
+
+// Runs a gather plan the way EmitGather's code does: out[lane][destIndex] = value(sourceLane, sourceIndex).
+template <typename Value>
+std::vector<std::vector<Value>> RunGather(const coopmat::GatherPlan& plan, uint32_t subgroup,
+                                          const std::function<Value(uint32_t, uint32_t)>& value, std::string& error) {
+  std::vector<std::vector<Value>> out(subgroup, std::vector<Value>(plan.destLength));
+  std::vector<std::vector<int>> writes(subgroup, std::vector<int>(plan.destLength, 0));
+  for (uint32_t round = 0; round < plan.destLength; ++round) {
+    const uint32_t bt = Apply(plan.indexSource, round), dt = Apply(plan.indexIndex, round);
+    for (uint32_t lane = 0; lane < subgroup; ++lane) {
+      uint32_t sender = 0, index = 0;
+      if (plan.identityLanes) {
+        sender = lane ^ bt;
+        index = Apply(plan.laneIndex, sender) ^ Apply(plan.laneIndex, bt) ^ dt;  // computed by the sender
+      } else {
+        sender = Apply(plan.laneSource, lane) ^ bt;
+        index = Apply(plan.senderIndex, sender) ^ Apply(plan.senderIndex, bt) ^ dt;
+      }
+      if (sender >= subgroup || index >= plan.sourceLength) {
+        error = "lane or index out of range";
+        return out;
+      }
+      const uint32_t dest = Apply(plan.laneDestOffset, lane) ^ round;
+      out[lane][dest] = value(sender, index);
+      ++writes[lane][dest];
+    }
+  }
+  for (const auto& lane : writes)
+    for (int w : lane)
+      if (w != 1) error = "a destination element is written " + std::to_string(w) + " times";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("register path: conversion gathers move every element to its place on every built-in layout", "[register]") {
+  const auto [family, size] = GENERATE(std::pair{coopmat::DriverFamily::Lavapipe, 8u}, std::pair{coopmat::DriverFamily::RadvGfx11, 32u},
+                                       std::pair{coopmat::DriverFamily::RadvGfx11, 64u}, std::pair{coopmat::DriverFamily::RadvGfx12, 32u},
+                                       std::pair{coopmat::DriverFamily::RadvGfx12, 64u});
+  INFO(coopmat::ToString(family) << " subgroup " << size);
+  // One component type per use is enough: the built-in layouts do not depend on it.
+  std::vector<LinearLayout> layouts;
+  for (const auto& l : Builtin(family, size))
+    if (l.key.componentType == (l.key.use == coopmat::kUseAccumulator ? coopmat::kTypeF32 : coopmat::kTypeF16)) layouts.push_back(l);
+  coopmat::LowerOptions options;
+  size_t planned = 0;
+  for (const auto& from : layouts)
+    for (const auto& to : layouts)
+      for (bool transpose : {false, true}) {
+        if (from.key.use == to.key.use) continue;
+        if (from.key.use != coopmat::kUseAccumulator && to.key.use != coopmat::kUseAccumulator) continue;
+        if (transpose && from.key.use != coopmat::kUseAccumulator) continue;
+        const uint32_t rows = transpose ? to.key.cols : to.key.rows, cols = transpose ? to.key.rows : to.key.cols;
+        if (rows != from.key.rows || cols != from.key.cols) continue;
+        INFO(coopmat::ToString(from.key) << " -> " << coopmat::ToString(to.key) << (transpose ? " transposed" : ""));
+        // PlanRegisterMove needs no context beyond the layouts.
+        coopmat::ir::Module module;
+        coopmat::TypeManager types(module);
+        coopmat::LowerStats stats;
+        coopmat::Context context(module, types, options, stats);
+        const auto plan = coopmat::PlanRegisterMove(context, &from, &to, transpose);
+        REQUIRE(plan);  // every built-in pair has a one-shuffle-per-element plan
+        ++planned;
+        std::string error;
+        const auto out = RunGather<coopmat::Coord>(*plan, size, [&](uint32_t l, uint32_t i) { return from.CoordinateOf(l, i); }, error);
+        INFO(error);
+        REQUIRE(error.empty());
+        for (uint32_t lane = 0; lane < size; ++lane)
+          for (uint32_t e = 0; e < to.length; ++e) {
+            coopmat::Coord want = to.CoordinateOf(lane, e);
+            if (transpose) std::swap(want.row, want.col);
+            INFO("lane " << lane << " element " << e);
+            REQUIRE(out[lane][e] == want);
+          }
+      }
+  CHECK(planned > 0);
+}
+
+namespace {
+
+// What the register reduction computes, step by step as LowerReduceInRegisters
+// emits it, with a wrapping sum as CombineFunc; returns out[lane][resultIndex].
+std::vector<std::vector<uint64_t>> SimulateReduce(const LinearLayout& source, const LinearLayout* result, uint32_t mask,
+                                                  const std::vector<std::vector<uint64_t>>& input, std::string& error) {
+  const uint32_t S = source.key.subgroupSize;
+  const coopmat::ReductionRecipe recipe = coopmat::RecipeForReduce(source, mask);
+  if (!recipe.mixed.empty()) {
+    error = "mixed steps";
+    return {};
+  }
+  std::vector<std::vector<uint64_t>> v = input;
+  std::vector<std::pair<uint32_t, uint32_t>> basis;
+  for (uint32_t u : recipe.indexXors) {
+    for (const auto& [p, w] : basis)
+      if (u >> p & 1) u ^= w;
+    if (!u) continue;
+    const uint32_t p = 31 - static_cast<uint32_t>(std::countl_zero(u));
+    for (auto& [q, w] : basis)
+      if (w >> p & 1) w ^= u;
+    basis.push_back({p, u});
+  }
+  uint32_t pivots = 0;
+  for (const auto& [p, u] : basis) {
+    for (uint32_t lane = 0; lane < S; ++lane)
+      for (uint32_t e = 0; e < source.length; ++e)
+        if (!(e & pivots) && !(e >> p & 1)) v[lane][e] += v[lane][e ^ u];
+    pivots |= 1u << p;
+  }
+  for (uint32_t x : recipe.laneXors) {
+    auto before = v;
+    for (uint32_t lane = 0; lane < S; ++lane)
+      for (uint32_t e = 0; e < source.length; ++e)
+        if (!(e & pivots)) v[lane][e] = before[lane][e] + before[lane ^ x][e];
+  }
+  auto rep = [&](uint32_t e) {
+    for (const auto& [p, u] : basis)
+      if (e >> p & 1) e ^= u;
+    return e;
+  };
+  if (mask == (coopmat::kReduceRow | coopmat::kReduceColumn)) {
+    std::vector<std::vector<uint64_t>> out(S, std::vector<uint64_t>(1));
+    for (uint32_t lane = 0; lane < S; ++lane) out[lane][0] = v[lane][0];
+    return out;
+  }
+  std::vector<BitImage> targets;
+  auto target = [&](const BitImage& i) {
+    if (mask == coopmat::kReduceRow) return BitImage{i.rowMask, 0};
+    if (mask == coopmat::kReduceColumn) return BitImage{0, i.colMask};
+    return BitImage{i.rowMask << 1, i.colMask << 1};
+  };
+  for (const auto& i : result->laneBits) targets.push_back(target(i));
+  for (const auto& i : result->indexBits) targets.push_back(target(i));
+  uint32_t keptRows = source.key.rows - 1, keptCols = source.key.cols - 1;
+  if (mask == coopmat::kReduceRow) keptCols = 0;
+  if (mask == coopmat::kReduceColumn) keptRows = 0;
+  if (mask == coopmat::kReduce2x2) keptRows &= ~1u, keptCols &= ~1u;
+  const auto plan = coopmat::PlanGather(source, keptRows, keptCols, recipe.indexXors, *result, targets);
+  if (!plan) {
+    error = "no placement plan";
+    return {};
+  }
+  return RunGather<uint64_t>(*plan, S, [&](uint32_t l, uint32_t i) { return v[l][rep(i)]; }, error);
+}
+
+}  // namespace
+
+TEST_CASE("register path: reductions combine each group once and place it on every built-in accumulator layout", "[register]") {
+  const auto [family, size] = GENERATE(std::pair{coopmat::DriverFamily::Lavapipe, 8u}, std::pair{coopmat::DriverFamily::RadvGfx11, 32u},
+                                       std::pair{coopmat::DriverFamily::RadvGfx11, 64u}, std::pair{coopmat::DriverFamily::RadvGfx12, 32u},
+                                       std::pair{coopmat::DriverFamily::RadvGfx12, 64u}, std::pair{coopmat::DriverFamily::CdnaMfma, 64u});
+  INFO(coopmat::ToString(family) << " subgroup " << size);
+  std::vector<LinearLayout> accs;
+  for (const auto& l : Builtin(family, size))
+    if (l.key.use == coopmat::kUseAccumulator && l.key.componentType == coopmat::kTypeF32) accs.push_back(l);
+  REQUIRE(!accs.empty());
+  std::mt19937_64 random(7);
+  size_t checked = 0;
+  for (const auto& source : accs) {
+    std::vector<std::vector<uint64_t>> element(source.key.rows, std::vector<uint64_t>(source.key.cols));
+    for (auto& row : element)
+      for (auto& x : row) x = random();
+    std::vector<std::vector<uint64_t>> input(size, std::vector<uint64_t>(source.length));
+    for (uint32_t lane = 0; lane < size; ++lane)
+      for (uint32_t e = 0; e < source.length; ++e) {
+        const auto c = source.CoordinateOf(lane, e);
+        input[lane][e] = element[c.row][c.col];
+      }
+    // Reference: the sum of the group of source element (r, c).
+    auto reference = [&](uint32_t mask, uint32_t r, uint32_t c) {
+      uint64_t sum = 0;
+      for (uint32_t i = 0; i < source.key.rows; ++i)
+        for (uint32_t j = 0; j < source.key.cols; ++j) {
+          const bool in = mask == coopmat::kReduceRow ? i == r : mask == coopmat::kReduceColumn ? j == c
+                          : mask == coopmat::kReduce2x2 ? (i >> 1 == r && j >> 1 == c) : true;
+          if (in) sum += element[i][j];
+        }
+      return sum;
+    };
+    for (uint32_t mask : {coopmat::kReduceRow, coopmat::kReduceColumn, coopmat::kReduceRow | coopmat::kReduceColumn, coopmat::kReduce2x2}) {
+      std::vector<const LinearLayout*> results;
+      for (const auto& r : accs) {
+        const bool fits = mask == coopmat::kReduceRow    ? r.key.rows == source.key.rows
+                          : mask == coopmat::kReduceColumn ? r.key.cols == source.key.cols
+                          : mask == coopmat::kReduce2x2    ? r.key.rows * 2 == source.key.rows && r.key.cols * 2 == source.key.cols
+                                                           : &r == &source;
+        if (fits) results.push_back(&r);
+      }
+      for (const LinearLayout* result : results) {
+        INFO(coopmat::ToString(source.key) << " mask " << mask << " -> " << coopmat::ToString(result->key));
+        std::string error;
+        const auto out = SimulateReduce(source, result, mask, input, error);
+        INFO(error);
+        REQUIRE(error.empty());
+        ++checked;
+        for (uint32_t lane = 0; lane < size; ++lane)
+          for (uint32_t e = 0; e < out[lane].size(); ++e) {
+            const auto c = result->CoordinateOf(lane, e);
+            INFO("lane " << lane << " element " << e);
+            if (mask == (coopmat::kReduceRow | coopmat::kReduceColumn)) REQUIRE(out[lane][e] == reference(mask, 0, 0));
+            else if (mask == coopmat::kReduceRow) REQUIRE(out[lane][e] == reference(mask, c.row, 0));
+            else if (mask == coopmat::kReduceColumn) REQUIRE(out[lane][e] == reference(mask, 0, c.col));
+            else REQUIRE(out[lane][e] == reference(mask, c.row, c.col));
+          }
+      }
+    }
+  }
+  CHECK(checked > 0);
+}
