@@ -386,3 +386,26 @@ TEST_CASE("register path: reductions combine each group once and place it on eve
   }
   CHECK(checked > 0);
 }
+
+TEST_CASE("register path: random corruption never crashes and never yields an invalid module under validate",
+          "[register][malformed]") {
+  std::mt19937 random(4321);
+  coopmat::LowerOptions options;
+  options.validate = true;
+  options.layouts = Builtin(coopmat::DriverFamily::Lavapipe, 8);
+  for (const char* name : {"reduce", "per_element", "getcoord", "convert_type", "register16"}) {
+    const auto original = passtest::LoadShader(name, "spirv1.5");
+    for (int round = 0; round < 100; ++round) {
+      auto words = original;
+      const int flips = 1 + static_cast<int>(random() % 4);
+      for (int f = 0; f < flips; ++f) {
+        const size_t at = 5 + random() % (words.size() - 5);
+        if (random() % 2) words[at] ^= 1u << (random() % 32);
+        else words[at] = static_cast<uint32_t>(random() % 64);  // small values: plausible ids and literals
+      }
+      const auto result = coopmat::LowerModule(words, options);
+      if (result.ok) CHECK(coopmat::ValidateModule(result.words).empty());
+      else CHECK_FALSE(result.error.empty());
+    }
+  }
+}

@@ -74,6 +74,16 @@ struct LowerOptions {
   // matrix types all have a layout here is lowered in registers (arithmetic
   // coordinates, subgroup shuffles) instead of through the Workgroup scratch.
   // Empty: the portable path for everything.
+  //
+  // The register code is only correct when every subgroup that runs it is full and
+  // has the layouts' size (the lowering cannot check this in the shader), and it
+  // uses OpGroupNonUniformShuffle/ShuffleXor (GroupNonUniformShuffle; the device must
+  // support subgroup shuffles in the stage). A type matches a layout only with the
+  // exact component type, Use and constant rows/cols; specialization-constant
+  // dimensions, layouts of more than 256 elements per invocation, layouts listed
+  // for two subgroup sizes, and moves that would need more than one shuffle per
+  // element keep the portable path. 8- and 16-bit values cross lanes widened to
+  // 32 bits, which needs the module's Int8/Int16/Float16 capability (else portable).
   std::vector<LinearLayout> layouts;
 
   // Adds the types of one VkCooperativeMatrixPropertiesKHR (subgroup scope only;
