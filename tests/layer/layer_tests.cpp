@@ -730,3 +730,49 @@ TEST_CASE("a device without the extension gets the driver's own functions", "[la
   CHECK(vkGetDeviceProcAddr(plain.handle(), "vkCreateComputePipelines") !=
         vkGetDeviceProcAddr(served.handle(), "vkCreateComputePipelines"));
 }
+
+namespace {
+
+bool DeclaresWorkgroupVariable(const std::vector<uint32_t>& words) {
+  for (size_t pos = 5; pos < words.size();) {
+    const uint32_t count = words[pos] >> 16, opcode = words[pos] & 0xffff;
+    if (count == 0) break;
+    if (opcode == 59 /*OpVariable*/ && count >= 4 && words[pos + 3] == 4 /*Workgroup*/) return true;
+    pos += count;
+  }
+  return false;
+}
+
+std::vector<uint32_t> LoweredByLayer(const std::string& shader, const char* lowering) {
+  ScopedEnv path = FakeDriverOnPath();
+  const std::string record = TempPath(std::string("record-") + lowering + ".bin");
+  std::filesystem::remove(record);
+  ScopedEnv recording("FAKE_DRIVER_RECORD", record);
+  ScopedEnv setting("VK_COOPMAT_MAINTENANCE1_LOWERING", lowering);
+  Instance instance(InstanceOptions{.layersBelow = {kFakeDriverLayer}});
+  Device device(instance);
+  REQUIRE(device.ok());
+  VkShaderModule module = VK_NULL_HANDLE;
+  REQUIRE(CreateModule(device, LoadShader(shader), &module) == VK_SUCCESS);
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+  std::vector<RecordedModule> recorded = ReadRecord(record);
+  std::filesystem::remove(record);
+  // The fake driver also sees the layer's own layout probe modules; ours is the last.
+  REQUIRE(!recorded.empty());
+  return recorded.back().words;
+}
+
+}  // namespace
+
+TEST_CASE("with the driver's layout known, GetCoordinate, PerElementOp and Reduce use no shared memory",
+          "[layer][register]") {
+  for (const char* shader : {"get_coordinate.spirv1.6.spv", "reduce_per_element.spirv1.3.spv",
+                             "reduce_per_element.spirv1.6.spv"}) {
+    INFO(shader);
+    const std::vector<uint32_t> registerPath = LoweredByLayer(shader, "auto");
+    const std::vector<uint32_t> portablePath = LoweredByLayer(shader, "portable");
+    CHECK_FALSE(DeclaresWorkgroupVariable(registerPath));
+    CHECK(DeclaresWorkgroupVariable(portablePath));  // control: the same module, portable
+    CHECK(coopmat::ValidateModule(registerPath, 3).empty());
+  }
+}
