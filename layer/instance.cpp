@@ -107,6 +107,8 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
     if (info.subgroupSizeControl) subgroup.pNext = &sizeControl;
     instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties2);
     info.subgroupSize = std::max(1u, subgroup.subgroupSize);
+    info.subgroupOperations = subgroup.supportedOperations;
+    info.subgroupStages = subgroup.supportedStages;
     if (info.subgroupSizeControl && sizeControl.minSubgroupSize != 0) {
       info.minSubgroupSize = sizeControl.minSubgroupSize;
       info.maxSubgroupSize = sizeControl.maxSubgroupSize;

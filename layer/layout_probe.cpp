@@ -473,9 +473,13 @@ std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysica
                                              const std::vector<LinearLayout>& probed) {
   const PhysicalDeviceInfo& info = device.physicalDevice;
   if (probed.empty() || info.minSubgroupSize != info.maxSubgroupSize) return {};
+  // The register path moves elements with subgroup shuffles in compute shaders.
+  const VkSubgroupFeatureFlags needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  if ((info.subgroupOperations & needed) != needed || !(info.subgroupStages & VK_SHADER_STAGE_COMPUTE_BIT)) return {};
   std::vector<LinearLayout> layouts = probed;
   const std::optional<DriverFamily> family = KnownFamily(Identify(*device.instance, physicalDevice).driverId);
-  if (!family) return layouts;
+  // Other shapes exist only under NV flexible dimensions.
+  if (!family || !device.lowerOptions.flexibleDimensions) return layouts;
   const bool agrees = std::all_of(probed.begin(), probed.end(), [&](const LinearLayout& layout) {
     const std::optional<LinearLayout> expected = BuiltinLayout(*family, layout.key);
     return expected && *expected == layout;

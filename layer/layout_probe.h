@@ -30,10 +30,11 @@ struct ProbeContext {
 // table of a known driver, and returns only layouts that fitted.
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context);
 
-// The layouts the register path may rely on: the probed ones and, for a known
-// driver whose probed layouts all agree with its built-in table, the table's other
-// shapes (lavapipe's NV flexible dimensions). Empty when pipelines on the device
-// may run at more than one subgroup size (the layouts differ per size).
+// The layouts the register path may rely on: the probed ones and, when the app
+// enabled NV flexible dimensions on a known driver whose probed layouts all agree
+// with its built-in table, the table's other shapes. Empty when pipelines on the
+// device may run at more than one subgroup size (the layouts differ per size) or
+// compute shaders lack subgroup shuffles.
 std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
                                              const std::vector<LinearLayout>& probed);
 

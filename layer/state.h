@@ -57,6 +57,8 @@ struct PhysicalDeviceInfo {
   uint32_t maxSubgroupSize = 0;
   bool subgroupSizeControl = false;
   uint32_t maxComputeSharedMemorySize = 0;
+  VkSubgroupFeatureFlags subgroupOperations = 0;  // in subgroupStages
+  VkShaderStageFlags subgroupStages = 0;
 };
 
 struct InstanceData {
