@@ -74,43 +74,26 @@ void EncodeCode(uint32_t componentType, uint32_t value, std::byte* out) {
 }
 
 // Device functions the probe needs, from the next layer down.
+#define COOPMAT_PROBE_FUNCTIONS(X)                                                                              \
+  X(CreateBuffer) X(DestroyBuffer) X(GetBufferMemoryRequirements) X(AllocateMemory) X(FreeMemory)               \
+  X(BindBufferMemory) X(MapMemory) X(CreateShaderModule) X(DestroyShaderModule) X(CreateDescriptorSetLayout)    \
+  X(DestroyDescriptorSetLayout) X(CreatePipelineLayout) X(DestroyPipelineLayout) X(CreateComputePipelines)      \
+  X(DestroyPipeline) X(CreateDescriptorPool) X(DestroyDescriptorPool) X(AllocateDescriptorSets)                 \
+  X(UpdateDescriptorSets) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers)                  \
+  X(BeginCommandBuffer) X(EndCommandBuffer) X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdDispatch)          \
+  X(CreateFence) X(DestroyFence) X(WaitForFences) X(QueueSubmit)
+
 struct Functions {
-#define COOPMAT_PROBE_FN(name) PFN_vk##name name = nullptr;
-  COOPMAT_PROBE_FN(CreateBuffer) COOPMAT_PROBE_FN(DestroyBuffer) COOPMAT_PROBE_FN(GetBufferMemoryRequirements)
-  COOPMAT_PROBE_FN(AllocateMemory) COOPMAT_PROBE_FN(FreeMemory) COOPMAT_PROBE_FN(BindBufferMemory)
-  COOPMAT_PROBE_FN(MapMemory) COOPMAT_PROBE_FN(CreateShaderModule) COOPMAT_PROBE_FN(DestroyShaderModule)
-  COOPMAT_PROBE_FN(CreateDescriptorSetLayout) COOPMAT_PROBE_FN(DestroyDescriptorSetLayout)
-  COOPMAT_PROBE_FN(CreatePipelineLayout) COOPMAT_PROBE_FN(DestroyPipelineLayout)
-  COOPMAT_PROBE_FN(CreateComputePipelines) COOPMAT_PROBE_FN(DestroyPipeline)
-  COOPMAT_PROBE_FN(CreateDescriptorPool) COOPMAT_PROBE_FN(DestroyDescriptorPool)
-  COOPMAT_PROBE_FN(AllocateDescriptorSets) COOPMAT_PROBE_FN(UpdateDescriptorSets)
-  COOPMAT_PROBE_FN(CreateCommandPool) COOPMAT_PROBE_FN(DestroyCommandPool)
-  COOPMAT_PROBE_FN(AllocateCommandBuffers) COOPMAT_PROBE_FN(BeginCommandBuffer) COOPMAT_PROBE_FN(EndCommandBuffer)
-  COOPMAT_PROBE_FN(CmdBindPipeline) COOPMAT_PROBE_FN(CmdBindDescriptorSets) COOPMAT_PROBE_FN(CmdDispatch)
-  COOPMAT_PROBE_FN(CreateFence) COOPMAT_PROBE_FN(DestroyFence) COOPMAT_PROBE_FN(WaitForFences)
-  COOPMAT_PROBE_FN(QueueSubmit)
-#undef COOPMAT_PROBE_FN
+#define COOPMAT_PROBE_DECLARE(name) PFN_vk##name name = nullptr;
+  COOPMAT_PROBE_FUNCTIONS(COOPMAT_PROBE_DECLARE)
+#undef COOPMAT_PROBE_DECLARE
 
   bool Load(VkDevice device, PFN_vkGetDeviceProcAddr gdpa) {
     bool ok = true;
-    auto load = [&](auto& slot, const char* name) {
-      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(gdpa(device, name));
-      ok &= slot != nullptr;
-    };
-#define COOPMAT_PROBE_LOAD(name) load(name, "vk" #name);
-    COOPMAT_PROBE_LOAD(CreateBuffer) COOPMAT_PROBE_LOAD(DestroyBuffer) COOPMAT_PROBE_LOAD(GetBufferMemoryRequirements)
-    COOPMAT_PROBE_LOAD(AllocateMemory) COOPMAT_PROBE_LOAD(FreeMemory) COOPMAT_PROBE_LOAD(BindBufferMemory)
-    COOPMAT_PROBE_LOAD(MapMemory) COOPMAT_PROBE_LOAD(CreateShaderModule) COOPMAT_PROBE_LOAD(DestroyShaderModule)
-    COOPMAT_PROBE_LOAD(CreateDescriptorSetLayout) COOPMAT_PROBE_LOAD(DestroyDescriptorSetLayout)
-    COOPMAT_PROBE_LOAD(CreatePipelineLayout) COOPMAT_PROBE_LOAD(DestroyPipelineLayout)
-    COOPMAT_PROBE_LOAD(CreateComputePipelines) COOPMAT_PROBE_LOAD(DestroyPipeline)
-    COOPMAT_PROBE_LOAD(CreateDescriptorPool) COOPMAT_PROBE_LOAD(DestroyDescriptorPool)
-    COOPMAT_PROBE_LOAD(AllocateDescriptorSets) COOPMAT_PROBE_LOAD(UpdateDescriptorSets)
-    COOPMAT_PROBE_LOAD(CreateCommandPool) COOPMAT_PROBE_LOAD(DestroyCommandPool)
-    COOPMAT_PROBE_LOAD(AllocateCommandBuffers) COOPMAT_PROBE_LOAD(BeginCommandBuffer)
-    COOPMAT_PROBE_LOAD(EndCommandBuffer) COOPMAT_PROBE_LOAD(CmdBindPipeline) COOPMAT_PROBE_LOAD(CmdBindDescriptorSets)
-    COOPMAT_PROBE_LOAD(CmdDispatch) COOPMAT_PROBE_LOAD(CreateFence) COOPMAT_PROBE_LOAD(DestroyFence)
-    COOPMAT_PROBE_LOAD(WaitForFences) COOPMAT_PROBE_LOAD(QueueSubmit)
+#define COOPMAT_PROBE_LOAD(name)                                       \
+  name = reinterpret_cast<PFN_vk##name>(gdpa(device, "vk" #name)); \
+  ok &= name != nullptr;
+    COOPMAT_PROBE_FUNCTIONS(COOPMAT_PROBE_LOAD)
 #undef COOPMAT_PROBE_LOAD
     return ok;
   }
