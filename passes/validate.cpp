@@ -1,4 +1,6 @@
 // spirv-val as a library call: the layer's `validate` setting and the tests use it.
+#include <algorithm>
+
 #include <spirv-tools/libspirv.hpp>
 
 #include "coopmat/lower.h"
@@ -16,8 +18,7 @@ spv_target_env EnvForVulkan(int minor) {
   }
 }
 
-// The oldest Vulkan whose environment accepts a module's SPIR-V version would
-// hide nothing; the newest (1.4) accepts every version up to 1.6.
+// The oldest Vulkan whose environment accepts a module's SPIR-V version.
 int MinorForModule(std::span<const uint32_t> words) {
   if (words.size() < 2) return 4;
   const uint32_t spirvMinor = (words[1] >> 8) & 0xff;
@@ -29,7 +30,10 @@ int MinorForModule(std::span<const uint32_t> words) {
 }  // namespace
 
 std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor) {
-  const spv_target_env env = EnvForVulkan(vulkanMinor < 0 ? MinorForModule(words) : vulkanMinor);
+  // An environment older than the module's SPIR-V version would reject it for that
+  // alone (an app may ask for Vulkan 1.0 yet use 1.3 modules through extensions).
+  const int minor = vulkanMinor < 0 ? MinorForModule(words) : std::max(vulkanMinor, MinorForModule(words));
+  const spv_target_env env = EnvForVulkan(minor);
   spvtools::SpirvTools tools(env);
   std::string messages;
   tools.SetMessageConsumer([&messages](spv_message_level_t, const char*, const spv_position_t& position,

@@ -776,3 +776,18 @@ TEST_CASE("with the driver's layout known, GetCoordinate, PerElementOp and Reduc
     CHECK(coopmat::ValidateModule(registerPath, 3).empty());
   }
 }
+
+TEST_CASE("validate=true checks a SPIR-V 1.3 module even when the app asked for Vulkan 1.0", "[layer][settings]") {
+  const VkBool32 on = VK_TRUE;
+  VkLayerSettingEXT validate{kLayerName, "validate", VK_LAYER_SETTING_TYPE_BOOL32_EXT, 1, &on};
+  Instance instance(InstanceOptions{.settings = {validate},
+                                    .extensions = {VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME},
+                                    .apiVersion = VK_API_VERSION_1_0});
+  REQUIRE(instance.ok());
+  Device device(instance);
+  REQUIRE(device.ok());
+  VkShaderModule module = VK_NULL_HANDLE;
+  CHECK(CreateModule(device, LoadShader("get_coordinate.spirv1.3.spv"), &module) == VK_SUCCESS);
+  if (module) vkDestroyShaderModule(device.handle(), module, nullptr);
+  CHECK(instance.problems().empty());
+}

@@ -128,8 +128,8 @@ struct LowerResult {
 // malformed input: such input yields ok == false with a message.
 LowerResult LowerModule(std::span<const uint32_t> words, const LowerOptions& options);
 
-// Runs spirv-val. vulkanMinor selects the Vulkan 1.x environment; a negative value
-// picks the newest environment that accepts the module's SPIR-V version.
+// Runs spirv-val in the Vulkan 1.<vulkanMinor> environment, raised to the oldest
+// one that accepts the module's SPIR-V version (a negative value: that oldest one).
 // Returns an empty string when the module is valid, otherwise the validator's message.
 std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor = -1);
 
