@@ -40,12 +40,12 @@ bool NeedsLowering(Context& c, const ir::Instruction& inst) {
   return to->useId != from->useId || c.transposed.count(inst.resultId);
 }
 
-// The matrix types whose coordinate tables a function needs.
+// The matrix types whose coordinate tables a function needs (Reduce needs none: its
+// portable lowering writes the result row-major and loads it).
 void CollectCoordinateTypes(Context& c, const ir::Instruction& inst, std::vector<CoopMatType>& out) {
   uint32_t type = 0;
   if (inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT) type = c.types.TypeOf(inst.Operand(0));
   if (inst.opcode == spv::Op::OpCooperativeMatrixPerElementOpEXT) type = inst.typeId;
-  if (inst.opcode == spv::Op::OpCooperativeMatrixReduceEXT && inst.Operand(1) != 3) type = inst.typeId;
   if (!type) return;
   const CoopMatType info = MatrixOf(c, inst, inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT ? inst.Operand(0) : inst.resultId,
                                     "the matrix");

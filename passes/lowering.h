@@ -26,6 +26,9 @@ class Scratch {
   // Records that a use stores `type` whole into a slice, followed by as many
   // elements again of `extraBytesPerElement` bytes each (a second region).
   void Require(const CoopMatType& type, uint32_t extraBytesPerElement = 0);
+  // Records that a use needs `wordsId` words of the slice (a uint constant or
+  // specialization-constant expression, e.g. from TypeManager::SpecOp).
+  void RequireWords(uint32_t wordsId);
   bool Used() const { return variable_ != 0; }
   uint32_t Variable();
   uint32_t WordsPerSlice();  // id of a uint constant (possibly a specialization constant op)
@@ -47,6 +50,10 @@ class Scratch {
                       uint32_t stride, uint32_t resultId = 0, uint32_t offsetWords = 0);
   // Element k (row-major) of a matrix of `type` stored in the slice, as the component type.
   uint32_t ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t elementIndex);
+  // The 4 / componentBytes elements of `type` packed in the uint `word`, lowest address first.
+  std::vector<uint32_t> Unpack(Builder& b, const CoopMatType& type, uint32_t word);
+  // The inverse: 4 / componentBytes values of the component type packed into a uint.
+  uint32_t Pack(Builder& b, const CoopMatType& type, const std::vector<uint32_t>& elements);
 
   // Declares the array and variable, adds them to the entry points, checks the limit.
   void Finalize();

@@ -160,6 +160,15 @@ void Scratch::Require(const CoopMatType& type, uint32_t extraBytesPerElement) {
   specWords_.push_back(t.SpecOp(t.Uint(), spv::Op::OpUDiv, {padded, t.UintConstant(4)}));
 }
 
+void Scratch::RequireWords(uint32_t wordsId) {
+  Variable();
+  if (auto words = context_.types.ConstantValue(wordsId)) {
+    maxConstantWords_ = std::max(maxConstantWords_, *words);
+    return;
+  }
+  specWords_.push_back(wordsId);
+}
+
 uint32_t Scratch::MemoryOperandsMask() const { return context_.vulkanMemoryModel ? kNonPrivatePointer : 0; }
 
 void Scratch::Barrier(Builder& b) {
@@ -236,6 +245,39 @@ uint32_t Scratch::ReadElement(Builder& b, const FunctionState& fs, const CoopMat
   const uint32_t bits = b.ShiftRight(word, b.Mul(lane, b.U(8 * type.componentBytes)));
   // Truncating conversion; SConvert for signed results so the type rules hold.
   return b.Emit(type.componentSigned ? spv::Op::OpSConvert : spv::Op::OpUConvert, component, {bits});
+}
+
+std::vector<uint32_t> Scratch::Unpack(Builder& b, const CoopMatType& type, uint32_t word) {
+  TypeManager& t = context_.types;
+  const uint32_t component = type.componentType;
+  if (type.componentBytes == 4) return {component == t.Uint() ? word : b.Emit(spv::Op::OpBitcast, component, {word})};
+  if (type.componentFloat) {  // f16
+    const uint32_t pair = b.Emit(spv::Op::OpBitcast, t.Vector(component, 2), {word});
+    return {b.Emit(spv::Op::OpCompositeExtract, component, {pair, 0}), b.Emit(spv::Op::OpCompositeExtract, component, {pair, 1})};
+  }
+  std::vector<uint32_t> elements;
+  for (uint32_t j = 0; j < 4 / type.componentBytes; ++j) {
+    const uint32_t bits = b.ShiftRight(word, b.U(j * 8 * type.componentBytes));
+    elements.push_back(b.Emit(type.componentSigned ? spv::Op::OpSConvert : spv::Op::OpUConvert, component, {bits}));
+  }
+  return elements;
+}
+
+uint32_t Scratch::Pack(Builder& b, const CoopMatType& type, const std::vector<uint32_t>& elements) {
+  TypeManager& t = context_.types;
+  if (elements.size() * type.componentBytes != 4) Fail("internal error: Pack needs a whole word of elements");
+  if (type.componentBytes == 4) return type.componentType == t.Uint() ? elements[0] : b.Emit(spv::Op::OpBitcast, t.Uint(), {elements[0]});
+  if (type.componentFloat) {  // f16
+    const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(type.componentType, 2), elements);
+    return b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
+  }
+  uint32_t word = 0;
+  for (size_t j = 0; j < elements.size(); ++j) {
+    const uint32_t bits = b.Emit(spv::Op::OpUConvert, t.Uint(), {elements[j]});  // zero-extends signed ones too
+    const uint32_t part = b.ShiftLeft(bits, b.U(static_cast<uint32_t>(j) * 8 * type.componentBytes));
+    word = j ? b.Or(word, part) : part;
+  }
+  return word;
 }
 
 void Scratch::Finalize() {

@@ -38,6 +38,7 @@ const std::map<std::string, Expected> kShaders = {
     {"convert_mixed", {0, 0, 7, 1, 0, 0}},
     {"functions", {2, 0, 0, 0, 1, 1}},
     {"reduce_spec", {0, 0, 0, 0, 0, 2}},
+    {"reduce_narrow", {0, 0, 0, 0, 0, 7}},
 };
 
 coopmat::LowerResult Lower(const std::vector<uint32_t>& words, coopmat::LowerOptions options = {}) {
@@ -94,7 +95,7 @@ std::set<uint32_t> CallbackFunctions(const Module& m) {
 TEST_CASE("every test shader lowers to valid KHR-only SPIR-V", "[lower]") {
   const std::string name = GENERATE("getcoord", "convert_use", "convert_type", "per_element", "reduce", "spec_dims",
                                     "local_size_id", "coordinates_large", "convert_mixed",
-                                    "functions", "reduce_spec");
+                                    "functions", "reduce_spec", "reduce_narrow");
   const std::string env = GENERATE("spirv1.3", "spirv1.5", "spirv1.6");
   INFO(name << " " << env);
   const auto input = passtest::LoadShader(name, env);
@@ -230,6 +231,9 @@ TEST_CASE("reductions with specialization-constant shapes are accepted and read 
   // Constant shapes need no clamp.
   const Module constant = passtest::ParseOrFail(Lower(passtest::LoadShader("reduce", "spirv1.6")).words);
   CHECK(passtest::CountOpcode(constant, spv::Op::OpSelect) == 0);
+  // No coordinate tables: one scratch load per reduction except Row|Column (a splat),
+  // beside the shader's own three loads.
+  CHECK(passtest::CountOpcode(constant, spv::Op::OpCooperativeMatrixLoadKHR) == 3 + 7);
 }
 
 TEST_CASE("GetCoordinate reads its tables at an index clamped to the matrix length", "[lower]") {
