@@ -80,6 +80,13 @@ void Context::CreateInstance(const ContextOptions& options) {
   info.ppEnabledLayerNames = &kLayerName;
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
+  VkLayerSettingEXT lowering{kLayerName, "lowering", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &options.lowering};
+  VkLayerSettingsCreateInfoEXT settings{VK_STRUCTURE_TYPE_LAYER_SETTINGS_CREATE_INFO_EXT};
+  if (options.lowering) {
+    settings.settingCount = 1;
+    settings.pSettings = &lowering;
+    info.pNext = &settings;
+  }
   const VkResult created = vkCreateInstance(&info, nullptr, &instance_);
   if (!options.layer) unsetenv(disable);
   Check(created, "vkCreateInstance");
@@ -125,6 +132,7 @@ void Context::CreateDevice(const ContextOptions& options) {
   deviceName_ = properties.properties.deviceName;
   driverInfo_ = std::string(driver.driverName) + " " + driver.driverInfo;
   subgroupSize_ = subgroup.subgroupSize;
+  driverId_ = driver.driverID;
   vkGetPhysicalDeviceMemoryProperties(physicalDevice_, &memory_);
 
   auto khrQuery = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(

@@ -43,6 +43,10 @@ struct ContextOptions {
   // Switch off Mesa's on-disk shader cache (MESA_SHADER_CACHE_DISABLE, unless set
   // already), so that pipeline creation times are compilations, not cache hits.
   bool uncachedPipelines = false;
+  // When set, VK_LAYER_coopmat_maintenance1's "lowering" setting for this instance
+  // ("portable": every operation through the Workgroup scratch; "auto": the register
+  // path where the driver's layout is known), chained as VkLayerSettingsCreateInfoEXT.
+  const char* lowering = nullptr;
 };
 
 class Context {
@@ -61,6 +65,7 @@ class Context {
   const std::string& deviceName() const { return deviceName_; }
   const std::string& driverInfo() const { return driverInfo_; }  // "llvmpipe: Mesa 26.1.6 ..."
   uint32_t subgroupSize() const { return subgroupSize_; }
+  VkDriverId driverId() const { return driverId_; }
   bool layerEnabled() const { return layer_; }
   // VK_EXT_cooperative_matrix_maintenance1 is enabled (natively or through the layer).
   bool maintenance1() const { return maintenance1_; }
@@ -89,6 +94,7 @@ class Context {
   VkCommandPool commandPool_ = VK_NULL_HANDLE;
   std::string deviceName_, driverInfo_;
   uint32_t subgroupSize_ = 0;
+  VkDriverId driverId_ = {};
   bool layer_ = false, maintenance1_ = false, nvCoopmat2_ = false, flexibleDimensions_ = false;
   std::vector<VkCooperativeMatrixPropertiesKHR> khrProperties_;
   VkPhysicalDeviceMemoryProperties memory_{};

@@ -4,16 +4,24 @@
 // dispatch cost. It runs
 //
 //   layer       the maintenance1 shader; on a driver without the extension
-//               VK_LAYER_coopmat_maintenance1 lowers it to KHR SPIR-V
+//               VK_LAYER_coopmat_maintenance1 lowers it to KHR SPIR-V, the way it
+//               chooses by default (the register path where it knows the driver's
+//               layout, as on lavapipe)
+//   portable    the same shader through the layer on a second instance created
+//               with the layer setting lowering=portable (every operation through
+//               Workgroup scratch, as on a driver whose layout is unknown; on a
+//               driver with the extension natively the layer steps aside and this
+//               repeats "layer")
 //   native      the GL_NV_cooperative_matrix2 spelling, the driver's own operation
 //   workaround  KHR only: store to shared memory, do the work there, load back
 //
 // and reports each one's time minus that of the load+store-only baseline, after
 // checking its output against a CPU reference (a wrong output is reported as WRONG
 // and not timed). It also reports the layer's rewrite time per module
-// (coopmat::LowerModule, timed directly) and the driver's pipeline creation time.
+// (coopmat::LowerModule, timed directly, with the options the layer uses) and the
+// driver's pipeline creation time.
 //
-//   opbench [--matrices N] [--runs R] [--filter TEXT] [--csv] [--check-only]
+//   opbench [--matrices N] [--runs R] [--filter TEXT] [--csv] [--check-only] [--no-portable]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "coopmat/layout.h"
 #include "coopmat/lower.h"
 #include "half.h"
 #include "vulkan_app.h"
@@ -110,8 +119,10 @@ std::optional<Matrix> ParseMatrix(const std::string& spec) {  // "acc:f32:16x16"
 // ---------------------------------------------------------------------------
 // Cases and the CPU reference
 
-enum WayIndex { kLayer, kNative, kWorkaround, kWays };
-constexpr const char* kWayNames[kWays] = {"layer", "nv", "khr"};
+// kPortable runs the layer's shader (cases.txt's "layer") on the lowering=portable instance.
+enum WayIndex { kLayer, kNative, kWorkaround, kPortable, kWays };
+constexpr int kListedWays = 3;  // the ways cases.txt names
+constexpr const char* kWayNames[kWays] = {"layer", "nv", "khr", "layer"};
 
 struct Case {
   std::string op;  // getcoord, perelem, reduce_row, ..., convert, transpose
@@ -142,7 +153,9 @@ std::vector<Case> ReadCases(const std::string& path) {
     const auto s = ParseMatrix(source), r = ParseMatrix(result);
     if (!s || !r || ways.empty()) throw std::runtime_error(path + ": bad line: " + line);
     Case c{op, *s, *r};
-    for (int w = 0; w < kWays; ++w) c.has[w] = ("," + ways + ",").find(std::string(",") + kWayNames[w] + ",") != std::string::npos;
+    for (int w = 0; w < kListedWays; ++w)
+      c.has[w] = ("," + ways + ",").find(std::string(",") + kWayNames[w] + ",") != std::string::npos;
+    c.has[kPortable] = c.has[kLayer];
     cases.push_back(c);
   }
   return cases;
@@ -192,6 +205,7 @@ struct Options {
   int runs = 15;
   bool csv = false;
   bool checkOnly = false;
+  bool portable = true;
   std::string filter;
 };
 
@@ -205,8 +219,9 @@ struct WayResult {
 struct CaseResult {
   WayResult base;
   WayResult ways[kWays];
-  double rewriteUs = 0;  // coopmat::LowerModule on the layer's module
-  uint32_t opsLowered = 0;
+  double rewriteUs = 0;          // coopmat::LowerModule on the layer's module, the layer's default options
+  double rewritePortableUs = 0;  // the same without register layouts (lowering=portable)
+  uint32_t opsLowered = 0, opsInRegisters = 0;
 };
 
 struct Variant {
@@ -215,10 +230,42 @@ struct Variant {
   std::vector<double> times;
 };
 
-CaseResult RunCase(const sample::Context& context, const Options& options, const Case& c) {
+// The options VK_LAYER_coopmat_maintenance1 lowers with on this device: its matrix
+// types and flexible dimensions, and with `registers` the register layouts. The
+// layer probes those at vkCreateDevice and, on lavapipe with NV flexible dimensions,
+// adds its built-in table's larger shapes; here they come from that same table
+// (coopmat::BuiltinLayouts(Lavapipe, subgroup size), restricted the way the layer
+// restricts them: the types and Uses the KHR list names, and without flexible
+// dimensions only the listed shapes). On any other driver: no layouts.
+coopmat::LowerOptions LayerLowerOptions(const sample::Context& context, bool registers) {
+  coopmat::LowerOptions options;
+  options.minSubgroupSize = context.subgroupSize();
+  for (const VkCooperativeMatrixPropertiesKHR& p : context.khrProperties()) {
+    if (p.scope == VK_SCOPE_SUBGROUP_KHR)
+      options.AddMatrixProperties(p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType);
+  }
+  options.flexibleDimensions = context.flexibleDimensions();
+  if (!registers || context.driverId() != VK_DRIVER_ID_MESA_LLVMPIPE) return options;
+  for (const coopmat::LinearLayout& layout : coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, context.subgroupSize())) {
+    const coopmat::LayoutKey& k = layout.key;
+    const bool listed = std::any_of(options.supportedMatrixTypes.begin(), options.supportedMatrixTypes.end(), [&](const auto& s) {
+      return s.componentType == k.componentType && s.use == k.use &&
+             (options.flexibleDimensions || (s.rows == k.rows && s.cols == k.cols));
+    });
+    if (listed) options.layouts.push_back(layout);
+  }
+  return options;
+}
+
+// The buffers of one case on one device.
+struct CaseBuffers {
+  sample::Buffer in, out, baseOut;
+};
+
+CaseResult RunCase(const sample::Context& context, const sample::Context* portable, const Options& options, const Case& c) {
   CaseResult out;
   const bool shapeOk = context.flexibleDimensions() || (c.source.Shape() == "8x8" && c.result.Shape() == "8x8");
-  bool available[kWays] = {context.maintenance1(), context.nvCoopmat2(), true};
+  bool available[kWays] = {context.maintenance1(), context.nvCoopmat2(), true, portable && portable->maintenance1()};
   const uint32_t G = options.matrices;
 
   // Input: small integers, exact in every type (0..7, or -4..3 for signed integers).
@@ -228,11 +275,17 @@ CaseResult RunCase(const sample::Context& context, const Options& options, const
   std::vector<double> input(size_t(G) * c.source.Elements());
   for (double& v : input) v = dist(rng);
 
-  sample::Buffer in(context, input.size() * Info(c.source.type).size);
-  for (size_t i = 0; i < input.size(); ++i) Store(c.source.type, in.data(), i, input[i]);
   const size_t outElements = size_t(G) * c.result.Elements();
-  sample::Buffer out_(context, outElements * Info(c.result.type).size);
-  sample::Buffer baseOut(context, input.size() * Info(c.source.type).size);
+  auto makeBuffers = [&](const sample::Context& on) {
+    auto buffers = std::make_unique<CaseBuffers>(CaseBuffers{
+        sample::Buffer(on, input.size() * Info(c.source.type).size), sample::Buffer(on, outElements * Info(c.result.type).size),
+        sample::Buffer(on, input.size() * Info(c.source.type).size)});
+    for (size_t i = 0; i < input.size(); ++i) Store(c.source.type, buffers->in.data(), i, input[i]);
+    return buffers;
+  };
+  const std::unique_ptr<CaseBuffers> buffers = makeBuffers(context);
+  const std::unique_ptr<CaseBuffers> portableBuffers =
+      c.has[kPortable] && available[kPortable] && shapeOk ? makeBuffers(*portable) : nullptr;
 
   std::vector<double> expected;
   expected.reserve(outElements);
@@ -242,13 +295,13 @@ CaseResult RunCase(const sample::Context& context, const Options& options, const
   }
 
   // Builds, runs once and checks one variant; returns it when its output is right.
-  auto prepare = [&](const std::string& shader, WayResult& result, sample::Buffer& output, Type outType,
-                     const std::vector<double>& want) -> std::unique_ptr<sample::Kernel> {
+  auto prepare = [&](const sample::Context& on, const std::string& shader, WayResult& result, sample::Buffer& input_,
+                     sample::Buffer& output, Type outType, const std::vector<double>& want) -> std::unique_ptr<sample::Kernel> {
     try {
       const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + shader + ".spv");
-      auto kernel = std::make_unique<sample::Kernel>(context, spirv, sample::KernelOptions{.bindings = 2});
+      auto kernel = std::make_unique<sample::Kernel>(on, spirv, sample::KernelOptions{.bindings = 2});
       result.moduleUs = kernel->moduleMicroseconds();
-      kernel->Record({&in, &output}, G);
+      kernel->Record({&input_, &output}, G);
       std::memset(output.data(), 0xA5, output.size());  // a pattern no correct result has
       kernel->Run();
       for (size_t i = 0; i < want.size(); ++i) {
@@ -267,7 +320,7 @@ CaseResult RunCase(const sample::Context& context, const Options& options, const
   };
 
   std::vector<Variant> variants;
-  if (auto base = prepare("base_" + c.source.Name(), out.base, baseOut, c.source.type, input))
+  if (auto base = prepare(context, "base_" + c.source.Name(), out.base, buffers->in, buffers->baseOut, c.source.type, input))
     variants.push_back({std::move(base), &out.base, {}});
   for (int w = 0; w < kWays; ++w) {
     if (!c.has[w]) continue;
@@ -276,31 +329,30 @@ CaseResult RunCase(const sample::Context& context, const Options& options, const
       continue;
     }
     const std::string shader = c.Name() + "_" + kWayNames[w];
-    if (auto kernel = prepare(shader, out.ways[w], out_, c.result.type, expected))
+    const bool onPortable = w == kPortable;
+    CaseBuffers& b = onPortable ? *portableBuffers : *buffers;
+    if (auto kernel = prepare(onPortable ? *portable : context, shader, out.ways[w], b.in, b.out, c.result.type, expected))
       variants.push_back({std::move(kernel), &out.ways[w], {}});
-    if (w == kLayer) {
-      // The rewrite alone, as the layer runs it at vkCreateShaderModule: the device's
-      // matrix types and flexible dimensions, no register layouts (the portable path).
+    if (w == kLayer || w == kPortable) {
+      // The rewrite alone, as the layer runs it at vkCreateShaderModule (median of 5).
       const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + shader + ".spv");
-      coopmat::LowerOptions lowerOptions;
-      lowerOptions.minSubgroupSize = context.subgroupSize();
-      for (const VkCooperativeMatrixPropertiesKHR& p : context.khrProperties()) {
-        if (p.scope == VK_SCOPE_SUBGROUP_KHR)
-          lowerOptions.AddMatrixProperties(p.MSize, p.NSize, p.KSize, p.AType, p.BType, p.CType, p.ResultType);
-      }
-      lowerOptions.flexibleDimensions = context.flexibleDimensions();
+      const coopmat::LowerOptions lowerOptions = LayerLowerOptions(context, w == kLayer);
       std::vector<double> times;
       for (int i = 0; i < 5; ++i) {
         const coopmat::LowerResult lowered = coopmat::LowerModule(spirv, lowerOptions);
         times.push_back(lowered.stats.microseconds);
-        out.opsLowered = lowered.stats.OpsLowered();
+        if (w == kLayer) {
+          out.opsLowered = lowered.stats.OpsLowered();
+          out.opsInRegisters = lowered.stats.registerPath;
+        }
       }
-      out.rewriteUs = sample::Median(times);
+      (w == kLayer ? out.rewriteUs : out.rewritePortableUs) = sample::Median(times);
     }
   }
 
   // Time the baseline and every correct variant in turn, so that a change in the
-  // machine's load hits them all alike.
+  // machine's load hits them all alike. (The portable way runs on its own device
+  // with its own copy of the buffers; lavapipe runs both on the same CPUs.)
   if (!options.checkOnly && out.base.status == "ok") {
     for (int warmup = 0; warmup < 2; ++warmup)
       for (Variant& v : variants) v.kernel->Run();
@@ -356,13 +408,15 @@ bool Selected(const Case& c, const std::string& filter) {
 
 void Usage() {
   std::fprintf(stderr,
-               "usage: opbench [--matrices N] [--runs R] [--filter TEXT] [--csv] [--check-only]\n"
+               "usage: opbench [--matrices N] [--runs R] [--filter TEXT] [--csv] [--check-only] [--no-portable]\n"
                "  --matrices N  matrices (= workgroups of one subgroup) per dispatch (default 8192)\n"
                "  --runs R      timed dispatches per kernel, interleaved; the fastest counts (default 15)\n"
                "  --filter LIST only cases whose name contains one of the comma-separated items\n"
                "                (names: <op>_<use>_<type>_<RxC>[_to_<use>_<type>], e.g. reduce_row,acc_f16_8x8)\n"
-               "  --csv         print op,shape,type,layer_us,native_us,workaround_us (added us per dispatch)\n"
-               "  --check-only  check every variant against the CPU reference, time nothing\n");
+               "  --csv         print op,shape,type,layer_us,native_us,workaround_us,portable_us\n"
+               "                (added us per dispatch; layer = the layer's default lowering)\n"
+               "  --check-only  check every variant against the CPU reference, time nothing\n"
+               "  --no-portable skip the second instance with the layer setting lowering=portable\n");
 }
 
 }  // namespace
@@ -377,6 +431,7 @@ int main(int argc, char** argv) {
     else if (arg == "--filter" && hasValue) options.filter = argv[++i];
     else if (arg == "--csv") options.csv = true;
     else if (arg == "--check-only") options.checkOnly = true;
+    else if (arg == "--no-portable") options.portable = false;
     else if (arg == "--help" || arg == "-h") {
       Usage();
       return 0;
@@ -393,11 +448,24 @@ int main(int argc, char** argv) {
   try {
     const std::vector<Case> cases = ReadCases(sample::ShaderDir() + "/cases.txt");
     sample::Context context({.appName = "opbench", .uncachedPipelines = !options.checkOnly});
+    // The layer's portable path: a second instance whose layer runs with lowering=portable.
+    std::unique_ptr<sample::Context> portable;
+    if (options.portable)
+      portable = std::make_unique<sample::Context>(
+          sample::ContextOptions{.appName = "opbench", .uncachedPipelines = !options.checkOnly, .lowering = "portable"});
     FILE* info = options.csv ? stderr : stdout;
     std::fprintf(info, "device: %s (%s)\n", context.deviceName().c_str(), context.driverInfo().c_str());
-    std::fprintf(info, "ways: layer=%s native NV=%s workaround=yes; shapes beyond 8x8: %s\n",
-                 context.maintenance1() ? "yes" : "no", context.nvCoopmat2() ? "yes" : "no",
+    std::fprintf(info, "ways: layer=%s layer portable=%s native NV=%s workaround=yes; shapes beyond 8x8: %s\n",
+                 context.maintenance1() ? "yes (its default lowering)" : "no",
+                 portable && portable->maintenance1() ? "yes (second instance, lowering=portable)" : "no",
+                 context.nvCoopmat2() ? "yes" : "no",
                  context.flexibleDimensions() ? "yes (NV flexible dimensions)" : "no");
+    if (const char* env = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING"))
+      std::fprintf(info, "note: VK_COOPMAT_MAINTENANCE1_LOWERING=%s applies to both instances\n", env);
+    const size_t layouts = LayerLowerOptions(context, true).layouts.size();
+    std::fprintf(info, "rewrite timing: LowerModule with the device's matrix types%s\n",
+                 layouts ? (" and " + std::to_string(layouts) + " lavapipe register layouts (coopmat::BuiltinLayouts)").c_str()
+                         : " (no register layouts known to opbench for this driver)");
     std::fprintf(info, "%u matrices per dispatch, one subgroup each; %s\n\n", options.matrices,
                  options.checkOnly ? "checking only"
                                    : ("fastest of " + std::to_string(options.runs) +
@@ -405,21 +473,21 @@ int main(int argc, char** argv) {
                                          .c_str());
 
     const bool timed = !options.checkOnly;
-    if (options.csv) std::printf("op,shape,type,layer_us,native_us,workaround_us\n");
+    const char* header = "%-14s %-6s %-14s %8s | %9s %9s %9s %10s | %8s %8s %8s | %7s %7s %7s | %7s %7s %7s %7s\n";
+    if (options.csv) std::printf("op,shape,type,layer_us,native_us,workaround_us,portable_us\n");
     else
-      std::printf("%-14s %-6s %-14s %9s | %9s %9s %10s | %8s %8s | %8s %8s | %8s %8s %8s\n", "op", "shape", "type",
-                  "base us", "layer", "native", "workaround", "l/native", "l/workar", "rewrite", "module", "pipe L",
-                  "pipe N", "pipe W");
+      std::printf(header, "op", "shape", "type", "base us", "layer", "portable", "native", "workaround", "l/native",
+                  "l/workar", "p/workar", "rewr L", "rewr P", "module", "pipe L", "pipe P", "pipe N", "pipe W");
     bool failed = false;
     std::vector<std::string> notes;
     for (const Case& c : cases) {
       if (!Selected(c, options.filter)) continue;
-      const CaseResult r = RunCase(context, options, c);
-      for (int w : {kLayer, kWorkaround}) {
+      const CaseResult r = RunCase(context, portable.get(), options, c);
+      for (int w : {kLayer, kWorkaround, kPortable}) {
         const std::string& s = r.ways[w].status;
         if (s == "WRONG" || s == "FAILED") {
           failed = true;
-          notes.push_back(c.Name() + "_" + kWayNames[w] + ": " + s);
+          notes.push_back(c.Name() + "_" + kWayNames[w] + (w == kPortable ? " (portable)" : "") + ": " + s);
         }
       }
       if (r.base.status != "ok") {
@@ -428,9 +496,9 @@ int main(int argc, char** argv) {
       }
       if (r.ways[kNative].status == "WRONG") notes.push_back(c.Name() + "_nv: WRONG (the driver's own operation)");
       if (options.csv) {
-        std::printf("%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
+        std::printf("%s,%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
                     Added(r, kLayer, timed).c_str(), Added(r, kNative, timed).c_str(),
-                    Added(r, kWorkaround, timed).c_str());
+                    Added(r, kWorkaround, timed).c_str(), Added(r, kPortable, timed).c_str());
       } else {
         auto ms = [](const WayResult& w) {
           char text[16];
@@ -438,26 +506,32 @@ int main(int argc, char** argv) {
           else std::snprintf(text, sizeof(text), "-");
           return std::string(text);
         };
-        char base[16], rewrite[16], module[16];
+        char base[16], rewrite[16], rewriteP[16], module[16];
         std::snprintf(base, sizeof(base), "%.0f", r.base.us);
-        std::snprintf(rewrite, sizeof(rewrite), "%.0f", r.rewriteUs);
+        std::snprintf(rewrite, sizeof(rewrite), "%.0f%s", r.rewriteUs, r.opsInRegisters ? "r" : "");
+        std::snprintf(rewriteP, sizeof(rewriteP), "%.0f", r.rewritePortableUs);
         std::snprintf(module, sizeof(module), "%.0f", r.ways[kLayer].moduleUs);
-        std::printf("%-14s %-6s %-14s %9s | %9s %9s %10s | %8s %8s | %8s %8s | %8s %8s %8s\n", c.op.c_str(),
-                    c.source.Shape().c_str(), c.TypeLabel().c_str(), timed ? base : "-",
-                    Added(r, kLayer, timed).c_str(), Added(r, kNative, timed).c_str(),
+        std::printf(header, c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(), timed ? base : "-",
+                    Added(r, kLayer, timed).c_str(), Added(r, kPortable, timed).c_str(), Added(r, kNative, timed).c_str(),
                     Added(r, kWorkaround, timed).c_str(), timed ? Ratio(r, kLayer, kNative).c_str() : "-",
-                    timed ? Ratio(r, kLayer, kWorkaround).c_str() : "-", rewrite, module,
-                    ms(r.ways[kLayer]).c_str(), ms(r.ways[kNative]).c_str(), ms(r.ways[kWorkaround]).c_str());
+                    timed ? Ratio(r, kLayer, kWorkaround).c_str() : "-",
+                    timed ? Ratio(r, kPortable, kWorkaround).c_str() : "-", rewrite, rewriteP, module,
+                    ms(r.ways[kLayer]).c_str(), ms(r.ways[kPortable]).c_str(), ms(r.ways[kNative]).c_str(),
+                    ms(r.ways[kWorkaround]).c_str());
       }
       std::fflush(stdout);
     }
     if (!options.csv) {
-      std::printf("\nlayer / native / workaround: time added to the load+store baseline, us per dispatch (blank: the way "
-                  "does not exist; WRONG: output differs from the CPU reference, not timed)\n"
-                  "l/native, l/workar: layer's added time / the other's ((~0): the other adds < 5%% of the baseline)\n"
-                  "rewrite: coopmat::LowerModule, us (median of 5); module: vkCreateShaderModule through the layer, us;\n"
-                  "pipe L/N/W: driver compile time, ms, of the layer's (rewritten), native and workaround modules:\n"
-                  "  vkCreateComputePipelines + the first dispatch's extra time (lavapipe JIT-compiles at first use)\n");
+      std::printf("\nlayer / portable / native / workaround: time added to the load+store baseline, us per dispatch\n"
+                  "  (layer: the layer's default lowering; portable: the layer with lowering=portable; blank: the way\n"
+                  "  does not exist; WRONG: output differs from the CPU reference, not timed)\n"
+                  "l/native, l/workar, p/workar: added time / the other's ((~0): the other adds < 5%% of the baseline)\n"
+                  "rewr L / rewr P: coopmat::LowerModule, us (median of 5), with the layer's options and register\n"
+                  "  layouts / without them ('r': some operation took the register path); module: vkCreateShaderModule\n"
+                  "  through the layer (default lowering), us\n"
+                  "pipe L/P/N/W: driver compile time, ms, of the layer's (rewritten), its portable, the native and the\n"
+                  "  workaround module: vkCreateComputePipelines + the first dispatch's extra time (lavapipe JIT-compiles\n"
+                  "  at first use)\n");
     }
     for (const std::string& note : notes) std::fprintf(info, "%s\n", note.c_str());
     std::fprintf(info, "%s\n", failed ? "RESULT: FAILED (a layer or workaround variant is wrong)" : "RESULT: ok");
