@@ -9,11 +9,15 @@
 //                     shared memory, one row per invocation (attention_khr.comp)
 //   3. NV native      the maintenance1 kernel spelled with GL_NV_cooperative_matrix2,
 //                     run by the driver's own implementation where it has one
+//   4. portable       way 1's shader through the layer on a second instance created
+//                     with the layer setting lowering=portable (every operation
+//                     through Workgroup scratch, as where the driver's layout is unknown;
+//                     on a driver with the extension natively it repeats way 1)
 //
 // Every way is checked before it is timed; a wrong result is reported, not timed.
 //
 //   attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]
-//             [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--compile-times] [--check-only]
+//             [--ways layer,khr,nv,portable] [--k-transpose] [--no-layer] [--compile-times] [--check-only]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,7 +34,8 @@
 
 namespace {
 
-constexpr uint32_t kTile = 8;  // Br = Bc = 8: the only KHR shape lavapipe has
+constexpr uint32_t kTile = 8;
+constexpr int kWays = 4;  // layer, khr, nv, portable  // Br = Bc = 8: the only KHR shape lavapipe has
 // Largest error accepted: Q, K, V and P are f16, everything else f32.
 constexpr double kOutputTolerance = 1e-2;  // max |O - reference|
 constexpr double kLseTolerance = 1e-3;     // max |lse - reference|
@@ -43,7 +48,7 @@ struct Options {
   bool layer = true;
   bool kTranspose = false;
   bool compileTimes = false;
-  bool ways[3] = {true, true, true};
+  bool ways[4] = {true, true, true, true};
 };
 
 struct Problem {
@@ -58,13 +63,14 @@ struct Problem {
 void Usage() {
   std::fprintf(stderr,
                "usage: attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]\n"
-               "                 [--ways layer,khr,nv] [--k-transpose] [--no-layer] [--compile-times] [--check-only]\n"
+               "                 [--ways layer,khr,nv,portable] [--k-transpose] [--no-layer] [--compile-times] [--check-only]\n"
                "  --seq N        sequence length, a multiple of 8 (default 256)\n"
                "  --dim D        head dimension: 16, 32, 64 or 128 (default 64)\n"
                "  --heads H      heads (default 4)     --batch B   batch (default 1)\n"
                "  --no-causal    attend to every key (default: causal mask)\n"
                "  --runs R       timed dispatches per way; the median is reported (default 15)\n"
-               "  --ways LIST    which ways to run (default layer,khr,nv)\n"
+               "  --ways LIST    which ways to run (default layer,khr,nv,portable; portable = the layer with\n"
+               "                 lowering=portable, on a second instance)\n"
                "  --k-transpose  way 1 builds K^T with coopMatTransposeEXT instead of a column-major load\n"
                "  --no-layer     do not enable VK_LAYER_coopmat_maintenance1 (way 1 then needs a native driver)\n"
                "  --compile-times  also report the driver's compile time per way (Mesa's shader cache off; slow)\n"
@@ -102,7 +108,7 @@ std::optional<Options> Parse(int argc, char** argv) {
     }
     else if (arg == "--ways" && i + 1 < argc) {
       const std::string list = argv[++i];
-      for (int w = 0; w < 3; ++w) o.ways[w] = false;
+      for (int w = 0; w < kWays; ++w) o.ways[w] = false;
       size_t start = 0;
       while (start <= list.size()) {
         const size_t end = std::min(list.find(',', start), list.size());
@@ -110,6 +116,7 @@ std::optional<Options> Parse(int argc, char** argv) {
         if (way == "layer") o.ways[0] = true;
         else if (way == "khr") o.ways[1] = true;
         else if (way == "nv") o.ways[2] = true;
+        else if (way == "portable") o.ways[3] = true;
         else ok = false;
         start = end + 1;
       }
@@ -246,14 +253,22 @@ int main(int argc, char** argv) {
   const Options& options = *parsed;
   try {
     sample::Context context({.appName = "attention", .layer = options.layer, .uncachedPipelines = options.compileTimes});
+    // Way 4: the layer's portable path, on an instance of its own.
+    std::unique_ptr<sample::Context> portable;
+    if (options.layer && options.ways[3])
+      portable = std::make_unique<sample::Context>(sample::ContextOptions{
+          .appName = "attention", .uncachedPipelines = options.compileTimes, .lowering = "portable"});
     const std::string dim = "_d" + std::to_string(options.dim);
     const std::string ext = options.kTranspose ? "attention_ext_kt" : "attention_ext";
-    Way ways[3] = {
+    Way ways[kWays] = {
         {"maintenance1", options.layer ? "EXT shader through VK_LAYER_coopmat_maintenance1" : "EXT shader, native",
          ext + dim, context.maintenance1(), "VK_EXT_cooperative_matrix_maintenance1 not available"},
         {"KHR+shared", "KHR-only shader, softmax through shared memory", "attention_khr" + dim, true, ""},
         {"NV native", "NV_cooperative_matrix2 shader, the driver's own ops", "attention_nv" + dim,
          context.nvCoopmat2(), "VK_NV_cooperative_matrix2 not available"},
+        {"portable", "EXT shader through the layer with lowering=portable", ext + dim,
+         portable && portable->maintenance1(),
+         options.layer ? "the layer does not serve this driver" : "needs the layer"},
     };
 
     std::printf("device: %s (%s)\n", context.deviceName().c_str(), context.driverInfo().c_str());
@@ -267,30 +282,32 @@ int main(int argc, char** argv) {
 
     const Problem problem = MakeProblem(options);
     Buffers buffers(context, problem);
-    Outcome outcomes[3];
-    std::unique_ptr<sample::Kernel> kernels[3];
+    std::unique_ptr<Buffers> portableBuffers = portable ? std::make_unique<Buffers>(*portable, problem) : nullptr;
+    Outcome outcomes[kWays];
+    std::unique_ptr<sample::Kernel> kernels[kWays];
     bool failed = false;
-    for (int w = 0; w < 3; ++w) {
+    for (int w = 0; w < kWays; ++w) {
       if (!options.ways[w]) {
         outcomes[w].status = "not run";
       } else if (!ways[w].available) {
         outcomes[w].status = "n/a: " + ways[w].why;
       } else {
-        kernels[w] = Prepare(context, problem, buffers, ways[w], outcomes[w]);
+        kernels[w] = w == 3 ? Prepare(*portable, problem, *portableBuffers, ways[w], outcomes[w])
+                            : Prepare(context, problem, buffers, ways[w], outcomes[w]);
         failed |= !kernels[w];
       }
     }
     // Time the correct ways in turn, so that a change in the machine's load hits them alike.
     if (!options.checkOnly) {
-      std::vector<double> times[3];
+      std::vector<double> times[kWays];
       for (int run = -2; run < options.runs; ++run) {  // two warm-up rounds
-        for (int w = 0; w < 3; ++w) {
+        for (int w = 0; w < kWays; ++w) {
           if (!kernels[w]) continue;
           const double us = kernels[w]->Run();
           if (run >= 0) times[w].push_back(us);
         }
       }
-      for (int w = 0; w < 3; ++w) {
+      for (int w = 0; w < kWays; ++w) {
         if (!kernels[w]) continue;
         outcomes[w].medianUs = sample::Median(times[w]);
         outcomes[w].minUs = *std::min_element(times[w].begin(), times[w].end());
@@ -305,7 +322,7 @@ int main(int argc, char** argv) {
     std::printf(" %9s", "module ms");
     if (options.compileTimes) std::printf(" %10s", "compile ms");
     std::printf("  %s\n", "what");
-    for (int w = 0; w < 3; ++w) {
+    for (int w = 0; w < kWays; ++w) {
       const Outcome& o = outcomes[w];
       std::printf("%d. %-13s ", w + 1, ways[w].name);
       if (o.status != "ok" && o.status != "WRONG") {
