@@ -47,7 +47,7 @@ uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool
   TypeManager& t = c.types;
   Scratch& scratch = c.scratch;
   scratch.Require(type);
-  scratch.Barrier(b);
+  scratch.BeginUse(b, fs);
   const uint32_t perWord = 4 / type.componentBytes;
   const uint32_t elements = b.Mul(type.rowsId, type.colsId);
   const uint32_t words = b.Div(b.Add(elements, b.U(perWord - 1)), b.U(perWord));

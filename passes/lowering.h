@@ -35,6 +35,10 @@ class Scratch {
 
   // Subgroup-scope barrier that orders the slice's Workgroup accesses.
   void Barrier(Builder& b);
+  // Starts a use of the slice: the barrier that orders it after earlier uses, left
+  // out when there can be none (the first use in an entry point's entry block,
+  // before any function call, in a function nothing calls).
+  void BeginUse(Builder& b, FunctionState& fs);
   uint32_t WordPointer(Builder& b, const FunctionState& fs, uint32_t wordOffset);
   uint32_t LoadWord(Builder& b, const FunctionState& fs, uint32_t wordOffset);
   void StoreWord(Builder& b, const FunctionState& fs, uint32_t wordOffset, uint32_t value);
@@ -42,8 +46,8 @@ class Scratch {
   uint32_t StrideWords(Builder& b, const CoopMatType& type);
   // The same for `colsId` columns of `bytes`-byte elements; fails when not whole words.
   uint32_t StrideWords(Builder& b, uint32_t colsId, uint32_t bytes, uint32_t typeForMessage);
-  // barrier; store `value` row-major into the slice; barrier.
-  void StoreMatrix(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& type);
+  // BeginUse; store `value` row-major into the slice; barrier.
+  void StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type);
   // Loads the slice (from word `offsetWords`, an id; 0 means the start) as `type`;
   // columnMajor reads it transposed. `stride` in words.
   uint32_t LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,
@@ -120,6 +124,7 @@ struct FunctionState {
   uint32_t sliceBase = 0;      // SubgroupId * wordsPerSlice (only when an op of the function uses the scratch)
   uint32_t lane = 0;           // SubgroupLocalInvocationId
   uint32_t subgroupSize = 0;   // SubgroupSize
+  bool scratchUsed = false;    // a use of the slice has been emitted (Scratch::BeginUse)
   std::map<uint32_t, CoordinateTables> coordinates;  // by matrix type id
 };
 

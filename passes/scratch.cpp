@@ -207,9 +207,29 @@ uint32_t Scratch::StrideWords(Builder& b, uint32_t colsId, uint32_t bytes, uint3
   return b.Div(b.Mul(colsId, b.U(bytes)), b.U(4));
 }
 
-void Scratch::StoreMatrix(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& type) {
-  Require(type);
+void Scratch::BeginUse(Builder& b, FunctionState& fs) {
+  const bool first = !fs.scratchUsed;
+  fs.scratchUsed = true;
+  const uint32_t function = fs.function.definition.resultId;
+  if (first && b.block() == 0 && context_.entryFunctions.count(function)) {
+    // The entry block is never a branch target, so this runs once per invocation;
+    // the slice belongs to this subgroup alone, so only an earlier use by this
+    // invocation's own code (a call) could race with it.
+    bool calls = false;
+    const auto& entry = fs.function.blocks.front().instructions;
+    for (size_t i = 0; i < b.index() && i < entry.size(); ++i) calls |= entry[i].opcode == spv::Op::OpFunctionCall;
+    for (const ir::Function& f : context_.module.functions)
+      for (const ir::Block& block : f.blocks)
+        for (const ir::Instruction& inst : block.instructions)
+          calls |= inst.opcode == spv::Op::OpFunctionCall && inst.Operand(0) == function;
+    if (!calls) return;
+  }
   Barrier(b);
+}
+
+void Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type) {
+  Require(type);
+  BeginUse(b, fs);
   const uint32_t pointer = WordPointer(b, fs, b.U(0));
   std::vector<uint32_t> operands{pointer, value, b.U(static_cast<uint32_t>(spv::CooperativeMatrixLayout::RowMajorKHR)),
                                  StrideWords(b, type)};
