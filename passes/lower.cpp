@@ -197,7 +197,7 @@ void ListPrivateTables(Context& c) {
     if (learns == c.entryLearns.end()) continue;
     for (const CoopMatType& type : learns->second) {
       const CoordinateTables& tables = c.privateTables.at(type.id);
-      for (uint32_t variable : {tables.rowVar, tables.colVar, tables.rowHighVar, tables.colHighVar})
+      for (uint32_t variable : {tables.indexVar, tables.rowVar, tables.colVar, tables.rowHighVar, tables.colHighVar})
         if (variable) entry.operands.push_back(variable);
     }
   }

@@ -2,13 +2,17 @@
 // and Reduce share. The element layout is implementation-defined, so the shader
 // learns it: it writes a row-major matrix whose elements hold their own row (and
 // one holding the column) into scratch, loads it back as the matrix type, and
-// element i of the loaded matrix then names the row (column) of element i.
+// element i of the loaded matrix then names the row (column) of element i. When
+// the shape is constant and small enough for every row-major index to be exact in
+// the component type (f32 and 32-bit integers always, f16 up to 2048 elements,
+// 8-bit types up to 256), one table of indices serves both: row = k / cols and
+// col = k % cols, one round trip and one table read per coordinate.
 #include "register.h"
 
 namespace coopmat {
 namespace {
 
-enum class Part { Whole, Low, High };
+enum class Part { Whole, Low, High, Index };
 
 // Largest integer a component type represents exactly, as a coordinate.
 uint64_t MaxExact(const CoopMatType& type) {
@@ -22,6 +26,11 @@ uint64_t MaxExact(const CoopMatType& type) {
 uint32_t SplitBase(const CoopMatType& type) {
   if (type.componentFloat) return type.componentBytes == 2 ? 2048 : (1u << 24);
   return type.componentBytes == 1 ? 256 : 65536;
+}
+
+bool IndexTable(TypeManager& t, const CoopMatType& type) {
+  auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
+  return rows && cols && *rows && *cols && uint64_t{*rows} * *cols - 1 <= MaxExact(type);
 }
 
 bool NeedsSplit(TypeManager& t, const CoopMatType& type) {
@@ -55,7 +64,7 @@ uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool
     std::vector<uint32_t> encoded;
     for (uint32_t j = 0; j < perWord; ++j) {
       const uint32_t k = b.Add(b.Mul(w, b.U(perWord)), b.U(j));
-      uint32_t coordinate = column ? b.Mod(k, type.colsId) : b.Div(k, type.colsId);
+      uint32_t coordinate = part == Part::Index ? k : column ? b.Mod(k, type.colsId) : b.Div(k, type.colsId);
       if (part == Part::Low) coordinate = b.Mod(coordinate, b.U(base));
       if (part == Part::High) coordinate = b.Div(coordinate, b.U(base));
       encoded.push_back(EncodeElement(b, type, coordinate));
@@ -102,6 +111,10 @@ const CoordinateTables& PrivateCoordinates(Context& c, const CoopMatType& type) 
   };
   CoordinateTables tables;
   tables.storage = spv::StorageClass::Private;
+  if (IndexTable(t, type)) {
+    tables.indexVar = variable();
+    return c.privateTables[type.id] = tables;
+  }
   tables.rowVar = variable();
   tables.colVar = variable();
   if (NeedsSplit(t, type)) {
@@ -114,6 +127,10 @@ const CoordinateTables& PrivateCoordinates(Context& c, const CoopMatType& type) 
 
 void LearnPrivateCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& type) {
   const CoordinateTables tables = PrivateCoordinates(entry.context(), type);
+  if (tables.indexVar) {
+    LearnTable(entry, fs, type, false, Part::Index, 0, tables.indexVar);
+    return;
+  }
   const bool split = tables.splitBase != 0;
   const Part low = split ? Part::Low : Part::Whole;
   LearnTable(entry, fs, type, false, low, tables.splitBase, tables.rowVar);
@@ -133,7 +150,9 @@ void PrepareCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& ty
     return;
   }
   CoordinateTables tables;
-  if (NeedsSplit(entry.types(), type)) {
+  if (IndexTable(entry.types(), type)) {
+    tables.indexVar = LearnTable(entry, fs, type, false, Part::Index, 0);
+  } else if (NeedsSplit(entry.types(), type)) {
     tables.splitBase = SplitBase(type);
     tables.rowVar = LearnTable(entry, fs, type, false, Part::Low, tables.splitBase);
     tables.rowHighVar = LearnTable(entry, fs, type, false, Part::High, tables.splitBase);
@@ -152,6 +171,10 @@ uint32_t ReadCoordinate(Builder& b, FunctionState& fs, const CoopMatType& type, 
   auto it = fs.coordinates.find(type.id);
   if (it == fs.coordinates.end()) Fail("internal error: no coordinate tables for type %" + std::to_string(type.id));
   const CoordinateTables& tables = it->second;
+  if (tables.indexVar) {
+    const uint32_t k = ReadTable(b, type, tables.indexVar, index, tables.storage);
+    return column ? b.Mod(k, type.colsId) : b.Div(k, type.colsId);
+  }
   const uint32_t low = ReadTable(b, type, column ? tables.colVar : tables.rowVar, index, tables.storage);
   const uint32_t highVar = column ? tables.colHighVar : tables.rowHighVar;
   if (!highVar) return low;

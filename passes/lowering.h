@@ -74,6 +74,10 @@ class Scratch {
 
 // Learned element->coordinate tables for one matrix type in one function.
 struct CoordinateTables {
+  // A single table of row-major element indices (row = k / cols, col = k % cols) when
+  // the shape is constant and every index is exact in the component type; else row
+  // and column tables.
+  uint32_t indexVar = 0;
   uint32_t rowVar = 0, colVar = 0;            // variables of the matrix type
   uint32_t rowHighVar = 0, colHighVar = 0;    // set when a coordinate is split in low/high parts
   uint32_t splitBase = 0;                     // the part base (e.g. 256 for 8-bit types)

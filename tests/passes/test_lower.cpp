@@ -168,9 +168,10 @@ TEST_CASE("every test shader lowers to valid KHR-only SPIR-V", "[lower]") {
 TEST_CASE("GetCoordinate learns the layout once per matrix type and function", "[lower]") {
   const auto result = Lower(passtest::LoadShader("getcoord", "spirv1.3"));
   const Module m = passtest::ParseOrFail(result.words);
-  // Four types (A f16, B u8, Acc f32, Acc s32), a row and a column table each, all small enough not to split.
-  CHECK(passtest::CountOpcode(m, spv::Op::OpCooperativeMatrixLoadKHR) == 8);
-  CHECK(passtest::CountOpcode(m, spv::Op::OpLoopMerge) == 4 + 8);  // the shader's 4 loops + one write loop per table
+  // Four 8x8 types (A f16, B u8, Acc f32, Acc s32), each small enough for one table of
+  // row-major indices (row = k / 8, col = k % 8).
+  CHECK(passtest::CountOpcode(m, spv::Op::OpCooperativeMatrixLoadKHR) == 4);
+  CHECK(passtest::CountOpcode(m, spv::Op::OpLoopMerge) == 4 + 4);  // the shader's 4 loops + one write loop per table
   CHECK(result.stats.scratchBytesPerSubgroup == 8 * 8 * 4);
   CHECK(passtest::CountOpcode(m, spv::Op::OpConvertUToF) >= 2);  // f16 and f32 tables are written as floats
 }
@@ -195,8 +196,8 @@ TEST_CASE("functions other than the entry point read coordinate tables their ent
   for (const auto& g : m.globals)
     if (g.opcode == spv::Op::OpVariable && g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Private))
       privateTables.insert(g.resultId);
-  // f32 8x8 Acc: row and column; u8 8x512 B: split, four tables.
-  CHECK(privateTables.size() == 2 + 4);
+  // f32 8x8 Acc: one index table; u8 8x512 B: row and column split, four tables.
+  CHECK(privateTables.size() == 1 + 4);
   const uint32_t entry = m.entryPoints.at(0).Operand(1);
   for (const auto& f : m.functions) {
     size_t barriers = 0, matrixLoads = 0, privateStores = 0, privateReads = 0;
@@ -250,8 +251,9 @@ TEST_CASE("GetCoordinate reads its tables at an index clamped to the matrix leng
 TEST_CASE("coordinates past a narrow type's exact range are split into low and high parts", "[lower]") {
   const auto result = Lower(passtest::LoadShader("coordinates_large", "spirv1.6"));
   const Module m = passtest::ParseOrFail(result.words);
-  // 8-bit 512x8 (rows past 255) and f16 8x4096 (cols past 2048) need four tables each; the f32 matrix two.
-  CHECK(passtest::CountOpcode(m, spv::Op::OpCooperativeMatrixLoadKHR) == 4 + 4 + 2);
+  // 8-bit 512x8 (rows past 255) and f16 8x4096 (cols past 2048) need four tables each; the f32 matrix one
+  // of indices.
+  CHECK(passtest::CountOpcode(m, spv::Op::OpCooperativeMatrixLoadKHR) == 4 + 4 + 1);
   CHECK(result.stats.scratchBytesPerSubgroup == 8 * 4096 * 2);
 }
 
