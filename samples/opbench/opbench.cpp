@@ -394,6 +394,15 @@ std::string Ratio(const CaseResult& r, int numerator, int denominator) {
   return text;
 }
 
+// A way's whole time over another's (base included), e.g. "0.98x".
+std::string TimeRatio(const CaseResult& r, int numerator, int denominator) {
+  const WayResult &n = r.ways[numerator], &d = r.ways[denominator];
+  if (n.status != "ok" || d.status != "ok" || n.us == 0 || d.us == 0) return "-";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2fx", n.us / d.us);
+  return text;
+}
+
 // --filter: a comma-separated list; a case runs when its name contains any item.
 bool Selected(const Case& c, const std::string& filter) {
   if (filter.empty()) return true;
@@ -413,8 +422,9 @@ void Usage() {
                "  --runs R      timed dispatches per kernel, interleaved; the fastest counts (default 15)\n"
                "  --filter LIST only cases whose name contains one of the comma-separated items\n"
                "                (names: <op>_<use>_<type>_<RxC>[_to_<use>_<type>], e.g. reduce_row,acc_f16_8x8)\n"
-               "  --csv         print op,shape,type,layer_us,native_us,workaround_us,portable_us\n"
-               "                (added us per dispatch; layer = the layer's default lowering)\n"
+               "  --csv         print op,shape,type,layer_us,native_us,workaround_us,portable_us,base_us\n"
+               "                (added us per dispatch, and the load+store baseline's us; layer = the layer's\n"
+               "                default lowering)\n"
                "  --check-only  check every variant against the CPU reference, time nothing\n"
                "  --no-portable skip the second instance with the layer setting lowering=portable\n");
 }
@@ -473,11 +483,13 @@ int main(int argc, char** argv) {
                                          .c_str());
 
     const bool timed = !options.checkOnly;
-    const char* header = "%-14s %-6s %-14s %8s | %9s %9s %9s %10s | %8s %8s %8s | %7s %7s %7s | %7s %7s %7s %7s\n";
-    if (options.csv) std::printf("op,shape,type,layer_us,native_us,workaround_us,portable_us\n");
+    const char* header =
+        "%-14s %-6s %-14s %8s | %9s %9s %9s %10s | %7s %8s %8s %8s | %7s %7s %7s | %7s %7s %7s %7s\n";
+    if (options.csv) std::printf("op,shape,type,layer_us,native_us,workaround_us,portable_us,base_us\n");
     else
-      std::printf(header, "op", "shape", "type", "base us", "layer", "portable", "native", "workaround", "l/native",
-                  "l/workar", "p/workar", "rewr L", "rewr P", "module", "pipe L", "pipe P", "pipe N", "pipe W");
+      std::printf(header, "op", "shape", "type", "base us", "layer", "portable", "native", "workaround", "L/N",
+                  "l/native", "l/workar", "p/workar", "rewr L", "rewr P", "module", "pipe L", "pipe P", "pipe N",
+                  "pipe W");
     bool failed = false;
     std::vector<std::string> notes;
     for (const Case& c : cases) {
@@ -496,9 +508,11 @@ int main(int argc, char** argv) {
       }
       if (r.ways[kNative].status == "WRONG") notes.push_back(c.Name() + "_nv: WRONG (the driver's own operation)");
       if (options.csv) {
-        std::printf("%s,%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
+        char base[32] = "";
+        if (timed && r.base.status == "ok") std::snprintf(base, sizeof(base), "%.1f", r.base.us);
+        std::printf("%s,%s,%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
                     Added(r, kLayer, timed).c_str(), Added(r, kNative, timed).c_str(),
-                    Added(r, kWorkaround, timed).c_str(), Added(r, kPortable, timed).c_str());
+                    Added(r, kWorkaround, timed).c_str(), Added(r, kPortable, timed).c_str(), base);
       } else {
         auto ms = [](const WayResult& w) {
           char text[16];
@@ -513,7 +527,8 @@ int main(int argc, char** argv) {
         std::snprintf(module, sizeof(module), "%.0f", r.ways[kLayer].moduleUs);
         std::printf(header, c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(), timed ? base : "-",
                     Added(r, kLayer, timed).c_str(), Added(r, kPortable, timed).c_str(), Added(r, kNative, timed).c_str(),
-                    Added(r, kWorkaround, timed).c_str(), timed ? Ratio(r, kLayer, kNative).c_str() : "-",
+                    Added(r, kWorkaround, timed).c_str(), timed ? TimeRatio(r, kLayer, kNative).c_str() : "-",
+                    timed ? Ratio(r, kLayer, kNative).c_str() : "-",
                     timed ? Ratio(r, kLayer, kWorkaround).c_str() : "-",
                     timed ? Ratio(r, kPortable, kWorkaround).c_str() : "-", rewrite, rewriteP, module,
                     ms(r.ways[kLayer]).c_str(), ms(r.ways[kPortable]).c_str(), ms(r.ways[kNative]).c_str(),
@@ -525,6 +540,7 @@ int main(int argc, char** argv) {
       std::printf("\nlayer / portable / native / workaround: time added to the load+store baseline, us per dispatch\n"
                   "  (layer: the layer's default lowering; portable: the layer with lowering=portable; blank: the way\n"
                   "  does not exist; WRONG: output differs from the CPU reference, not timed)\n"
+                  "L/N: the layer's whole time (baseline included) / the native way's\n"
                   "l/native, l/workar, p/workar: added time / the other's ((~0): the other adds < 5%% of the baseline)\n"
                   "rewr L / rewr P: coopmat::LowerModule, us (median of 5), with the layer's options and register\n"
                   "  layouts / without them ('r': some operation took the register path); module: vkCreateShaderModule\n"

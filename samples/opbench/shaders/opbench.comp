@@ -6,7 +6,8 @@
 //   ET USE R C      source component type, use, shape
 //   ET2 USE2 R2 C2  result component type, use, shape
 //   OP   0 load + store only (the baseline; the result is the source)
-//        1 GetCoordinate: m[i] = Elem(row, col, m[i]) over m.length()
+//        1 GetCoordinate: m[i] = Elem(row, col, m[i]) over m.length() (NV has no
+//          GetCoordinate: its way spells the same computation coopMatPerElementNV)
 //        2 PerElementOp with Elem
 //        3 Reduce with MASK (1 row, 2 column, 3 row and column, 4 2x2), combine = sum
 //        4 conversion (constructor; ConvertUse or Op*Convert)
@@ -65,6 +66,9 @@ void main() {
   for (uint i = lane; i < R * C; i += lanes) stage[i] = Elem(i / C, i % C, stage[i]);
   barrier();
   coopMatLoad(res, stage, 0, C, gl_CooperativeMatrixLayoutRowMajor);
+
+#elif OP == 1 && defined(WAY_NV)
+  coopMatPerElementEXT(res, m, Elem);
 
 #elif OP == 1
   for (uint i = 0; i < m.length(); ++i) {
