@@ -177,7 +177,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
                                      "maintenance1 feature struct without writing to the application's chain");
       return VK_ERROR_INITIALIZATION_FAILED;
     }
-    // The portable lowering needs nothing beyond what KHR cooperative matrices need.
+    // Neither lowering path needs a feature beyond what KHR cooperative matrices need:
+    // the register path's subgroup shuffles are properties, checked in LayoutsForLowering.
   }
 
   const VkResult result = nextCreateDevice(physicalDevice, &downInfo, pAllocator, pDevice);
