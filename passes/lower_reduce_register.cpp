@@ -16,12 +16,76 @@
 namespace coopmat {
 namespace {
 
+// Index e without the bits in `dropped` (a mask), the higher bits moved down.
+uint32_t Compress(uint32_t e, uint32_t dropped) {
+  uint32_t out = 0, k = 0;
+  for (uint32_t bit = 0; bit < 32; ++bit) {
+    if (dropped >> bit & 1) continue;
+    out |= (e >> bit & 1) << k++;
+  }
+  return out;
+}
+}  // namespace
+
+uint32_t ReduceScatter::Expand(uint32_t i) const {
+  uint32_t out = 0, k = 0;
+  for (uint32_t bit = 0; bit < 32 && (i >> k); ++bit) {
+    if (dropped >> bit & 1) continue;
+    out |= (i >> k++ & 1) << bit;
+  }
+  return out;
+}
+
+std::optional<std::pair<ReduceScatter, GatherPlan>> PlanReduceScatter(const LinearLayout& s, const ReductionRecipe& recipe,
+                                                          uint32_t keptRows, uint32_t keptCols, const LinearLayout& r,
+                                                          const std::vector<BitImage>& targets) {
+  if (recipe.laneXors.empty() || s.ReplicaLaneBits() != 0) return std::nullopt;
+  uint32_t touched = 0;  // index bits the in-register steps combine over
+  for (uint32_t u : recipe.indexXors) touched |= u;
+  ReduceScatter sc;
+  sc.scattered = s;
+  uint32_t dropped = 0, usedLanes = 0;
+  for (uint32_t x : recipe.laneXors) {
+    if (std::popcount(x) != 1 || (usedLanes & x)) return std::nullopt;
+    usedLanes |= x;
+    const uint32_t lb = static_cast<uint32_t>(std::countr_zero(x));
+    const BitImage& laneImage = s.laneBits[lb];
+    // A free index bit whose image is wholly kept; prefer the lane bit's dimension.
+    int best = -1, bestScore = -1;
+    for (uint32_t k = 0; k < s.indexBits.size(); ++k) {
+      if ((touched | dropped) >> k & 1) continue;
+      const BitImage& im = s.indexBits[k];
+      if (im.IsZero() || (im.rowMask & ~keptRows) || (im.colMask & ~keptCols)) continue;
+      const int score = ((im.colMask != 0) == (laneImage.colMask != 0)) + ((im.rowMask != 0) == (laneImage.rowMask != 0));
+      if (score > bestScore) best = static_cast<int>(k), bestScore = score;
+    }
+    if (best < 0) return std::nullopt;
+    sc.laneBit.push_back(lb);
+    sc.indexBit.push_back(static_cast<uint32_t>(best));
+    sc.scattered.laneBits[lb].rowMask ^= s.indexBits[best].rowMask;
+    sc.scattered.laneBits[lb].colMask ^= s.indexBits[best].colMask;
+    dropped |= 1u << best;
+  }
+  sc.dropped = dropped;
+  sc.scattered.indexBits.clear();
+  for (uint32_t k = 0; k < s.indexBits.size(); ++k)
+    if (!(dropped >> k & 1)) sc.scattered.indexBits.push_back(s.indexBits[k]);
+  sc.scattered.length = s.length >> std::popcount(dropped);
+  for (uint32_t u : recipe.indexXors) sc.indexXors.push_back(Compress(u, dropped));
+  auto gather = PlanGather(sc.scattered, keptRows, keptCols, sc.indexXors, r, targets);
+  if (!gather) return std::nullopt;
+  return std::make_pair(std::move(sc), std::move(*gather));
+}
+
+namespace {
+
 constexpr uint32_t kRowColumn = kReduceRow | kReduceColumn;
 
 struct ReducePlan {
   const LinearLayout* source = nullptr;
   ReductionRecipe recipe;
   std::optional<GatherPlan> placement;  // none for Row|Column
+  std::optional<ReduceScatter> scatter;       // 2x2 only, when it plans
 };
 
 std::optional<ReducePlan> PlanReduce(Context& c, const ir::Instruction& inst) {
@@ -67,7 +131,13 @@ std::optional<ReducePlan> PlanReduce(Context& c, const ir::Instruction& inst) {
   std::vector<BitImage> targets;
   for (const BitImage& i : r->laneBits) targets.push_back(target(i));
   for (const BitImage& i : r->indexBits) targets.push_back(target(i));
-  plan.placement = PlanGather(s, keptRows, keptCols, plan.recipe.indexXors, *r, targets);
+  if (mask == kReduce2x2) {
+    if (auto scatter = PlanReduceScatter(s, plan.recipe, keptRows, keptCols, *r, targets)) {
+      plan.scatter = std::move(scatter->first);
+      plan.placement = std::move(scatter->second);
+    }
+  }
+  if (!plan.placement) plan.placement = PlanGather(s, keptRows, keptCols, plan.recipe.indexXors, *r, targets);
   if (!plan.placement) return std::nullopt;
   if ((laneSteps || plan.placement->NeedsShuffle()) && !CanShuffle(c, source->componentType)) return std::nullopt;
   return plan;
@@ -116,15 +186,37 @@ void LowerReduceInRegisters(Builder& b, FunctionState& fs, const ir::Instruction
   std::vector<uint32_t> reps;
   for (uint32_t e = 0; e < length; ++e)
     if (!(e & pivots)) reps.push_back(e);
-  // 2. Across lanes.
-  for (uint32_t x : plan->recipe.laneXors)
-    for (uint32_t e : reps) v[e] = op(v[e], ShuffleXor(b, v[e], x));
   // Element e holds the value of its representative.
   auto representative = [&](uint32_t e) {
     for (const auto& [p, u] : basis)
       if (e >> p & 1) e ^= u;
     return e;
   };
+  // 2. Across lanes.
+  if (const auto& sc = plan->scatter) {
+    // Reduce-scatter: of each pair (e, e | bit), a lane keeps the one whose bit
+    // equals its lane bit and sends the other; the survivor stays at e.
+    TypeManager& t = c.types;
+    uint32_t dropped = 0;
+    for (size_t k = 0; k < sc->laneBit.size(); ++k) {
+      const uint32_t x = 1u << sc->laneBit[k], bit = 1u << sc->indexBit[k];
+      const uint32_t high = b.Emit(spv::Op::OpINotEqual, t.Bool(), {b.And(fs.lane, b.U(x)), b.U(0)});
+      for (uint32_t e : reps) {
+        if (e & (dropped | bit)) continue;
+        const uint32_t keep = b.Emit(spv::Op::OpSelect, component, {high, v[e | bit], v[e]});
+        const uint32_t send = b.Emit(spv::Op::OpSelect, component, {high, v[e], v[e | bit]});
+        v[e] = op(keep, ShuffleXor(b, send, x));
+      }
+      dropped |= bit;
+    }
+    EmitGather(b, fs, *plan->placement, [&](uint32_t i) { return v[representative(sc->Expand(i))]; }, component,
+               nullptr, result.id, inst.resultId);
+    ++c.stats.reduce;
+    ++c.stats.registerPath;
+    return;
+  }
+  for (uint32_t x : plan->recipe.laneXors)
+    for (uint32_t e : reps) v[e] = op(v[e], ShuffleXor(b, v[e], x));
 
   // 3. Placement.
   if (!plan->placement) {

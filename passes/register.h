@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "lowering.h"
@@ -75,6 +76,28 @@ std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRo
 // (a new id when 0), of matrix type destType; returns it.
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
+
+// 2x2 reduce-scatter (LowerReduceInRegisters): after the recipe's in-register
+// steps, lane step k combines across lane bit laneBit[k] only half of the live
+// elements: of each pair (e, e | 1 << indexBit[k]) a lane keeps the one whose
+// index bit equals its lane bit, at e, and sends the other (one shuffle per pair,
+// not per element). The survivors, at the indices with every dropped bit clear,
+// have the layout `scattered`: the source's with those index bits removed and
+// lane bit laneBit[k] also moving by the image of indexBit[k]; Expand maps its
+// index back to the source's. Needs single-bit lane steps and no replica lanes.
+struct ReduceScatter {
+  std::vector<uint32_t> laneBit, indexBit;
+  uint32_t dropped = 0;             // mask of the indexBit values
+  LinearLayout scattered;
+  std::vector<uint32_t> indexXors;  // recipe.indexXors in the scattered index space
+  uint32_t Expand(uint32_t scatteredIndex) const;
+};
+// The scatter and the placement of its survivors into `dest` (arguments as
+// PlanGather's), or nullopt (then the caller keeps the all-reduce).
+std::optional<std::pair<ReduceScatter, GatherPlan>> PlanReduceScatter(const LinearLayout& source, const ReductionRecipe& recipe,
+                                                                      uint32_t keptRows, uint32_t keptCols,
+                                                                      const LinearLayout& dest,
+                                                                      const std::vector<BitImage>& targets);
 
 // Moves between register layouts for conversions: the plan of a Use change (and
 // transpose) from one matrix type to another, or nullopt.

@@ -260,8 +260,11 @@ namespace {
 
 // What the register reduction computes, step by step as LowerReduceInRegisters
 // emits it, with a wrapping sum as CombineFunc; returns out[lane][resultIndex].
+// shuffles counts the per-invocation shuffles (lane steps and placement rounds
+// that move data); scattered says whether the 2x2 reduce-scatter was planned.
 std::vector<std::vector<uint64_t>> SimulateReduce(const LinearLayout& source, const LinearLayout* result, uint32_t mask,
-                                                  const std::vector<std::vector<uint64_t>>& input, std::string& error) {
+                                                  const std::vector<std::vector<uint64_t>>& input, std::string& error,
+                                                  size_t* shuffles = nullptr, bool* scattered = nullptr) {
   const uint32_t S = source.key.subgroupSize;
   const coopmat::ReductionRecipe recipe = coopmat::RecipeForReduce(source, mask);
   if (!recipe.mixed.empty()) {
@@ -286,17 +289,54 @@ std::vector<std::vector<uint64_t>> SimulateReduce(const LinearLayout& source, co
         if (!(e & pivots) && !(e >> p & 1)) v[lane][e] += v[lane][e ^ u];
     pivots |= 1u << p;
   }
-  for (uint32_t x : recipe.laneXors) {
-    auto before = v;
-    for (uint32_t lane = 0; lane < S; ++lane)
-      for (uint32_t e = 0; e < source.length; ++e)
-        if (!(e & pivots)) v[lane][e] = before[lane][e] + before[lane ^ x][e];
-  }
   auto rep = [&](uint32_t e) {
     for (const auto& [p, u] : basis)
       if (e >> p & 1) e ^= u;
     return e;
   };
+  size_t moves = 0;
+  auto countPlacement = [&](const coopmat::GatherPlan& plan) {
+    if (plan.NeedsShuffle()) moves += plan.destLength;
+    if (shuffles) *shuffles = moves;
+  };
+  if (scattered) *scattered = false;
+  if (mask == coopmat::kReduce2x2) {
+    std::vector<BitImage> targets;
+    for (const auto& i : result->laneBits) targets.push_back({i.rowMask << 1, i.colMask << 1});
+    for (const auto& i : result->indexBits) targets.push_back({i.rowMask << 1, i.colMask << 1});
+    const uint32_t keptRows = (source.key.rows - 1) & ~1u, keptCols = (source.key.cols - 1) & ~1u;
+    if (auto planned = coopmat::PlanReduceScatter(source, recipe, keptRows, keptCols, *result, targets)) {
+      if (scattered) *scattered = true;
+      const auto& [sc, gather] = *planned;
+      uint32_t dropped = 0;
+      for (size_t k = 0; k < sc.laneBit.size(); ++k) {
+        const uint32_t x = 1u << sc.laneBit[k], bit = 1u << sc.indexBit[k];
+        auto before = v;
+        for (uint32_t e = 0; e < source.length; ++e) {
+          if ((e & pivots) || (e & (dropped | bit))) continue;
+          ++moves;
+          for (uint32_t lane = 0; lane < S; ++lane) {
+            const bool high = (lane & x) != 0;
+            const uint64_t keep = high ? before[lane][e | bit] : before[lane][e];
+            // The partner (the other parity) sends the half this lane keeps.
+            const uint64_t sent = high ? before[lane ^ x][e | bit] : before[lane ^ x][e];
+            v[lane][e] = keep + sent;
+          }
+        }
+        dropped |= bit;
+      }
+      countPlacement(gather);
+      return RunGather<uint64_t>(gather, S, [&](uint32_t l, uint32_t i) { return v[l][rep(sc.Expand(i))]; }, error);
+    }
+  }
+  for (uint32_t x : recipe.laneXors) {
+    for (uint32_t e = 0; e < source.length; ++e)
+      if (!(e & pivots)) ++moves;
+    auto before = v;
+    for (uint32_t lane = 0; lane < S; ++lane)
+      for (uint32_t e = 0; e < source.length; ++e)
+        if (!(e & pivots)) v[lane][e] = before[lane][e] + before[lane ^ x][e];
+  }
   if (mask == (coopmat::kReduceRow | coopmat::kReduceColumn)) {
     std::vector<std::vector<uint64_t>> out(S, std::vector<uint64_t>(1));
     for (uint32_t lane = 0; lane < S; ++lane) out[lane][0] = v[lane][0];
@@ -319,6 +359,7 @@ std::vector<std::vector<uint64_t>> SimulateReduce(const LinearLayout& source, co
     error = "no placement plan";
     return {};
   }
+  countPlacement(*plan);
   return RunGather<uint64_t>(*plan, S, [&](uint32_t l, uint32_t i) { return v[l][rep(i)]; }, error);
 }
 
@@ -385,6 +426,45 @@ TEST_CASE("register path: reductions combine each group once and place it on eve
     }
   }
   CHECK(checked > 0);
+}
+
+TEST_CASE("register path: the 2x2 reduce on lavapipe scatters instead of all-reducing and placing", "[register]") {
+  // 16x16 -> 8x8: 8 exchange + 8 placement shuffles (the all-reduce took 16 + 8);
+  // 32x32 -> 16x16: 32 + 32 (was 64 + 32).
+  const auto [n, expected] = GENERATE(std::pair{16u, size_t{16}}, std::pair{32u, size_t{64}});
+  const LinearLayout* source = nullptr;
+  const LinearLayout* result = nullptr;
+  const auto layouts = Builtin(coopmat::DriverFamily::Lavapipe, 8);
+  for (const auto& l : layouts) {
+    if (l.key.use != coopmat::kUseAccumulator || l.key.componentType != coopmat::kTypeF32) continue;
+    if (l.key.rows == n && l.key.cols == n) source = &l;
+    if (l.key.rows == n / 2 && l.key.cols == n / 2) result = &l;
+  }
+  REQUIRE(source);
+  REQUIRE(result);
+  std::mt19937_64 random(11);
+  std::vector<std::vector<uint64_t>> input(8, std::vector<uint64_t>(source->length));
+  for (auto& lane : input)
+    for (auto& x : lane) x = random();
+  std::string error;
+  size_t shuffles = 0;
+  bool scattered = false;
+  const auto out = SimulateReduce(*source, result, coopmat::kReduce2x2, input, error, &shuffles, &scattered);
+  REQUIRE(error.empty());
+  CHECK(scattered);
+  CHECK(shuffles == expected);
+  // Each result is its 2x2 group's sum.
+  for (uint32_t lane = 0; lane < 8; ++lane)
+    for (uint32_t e = 0; e < result->length; ++e) {
+      const auto c = result->CoordinateOf(lane, e);
+      uint64_t sum = 0;
+      for (uint32_t l = 0; l < 8; ++l)
+        for (uint32_t i = 0; i < source->length; ++i) {
+          const auto s = source->CoordinateOf(l, i);
+          if (s.row >> 1 == c.row && s.col >> 1 == c.col) sum += input[l][i];
+        }
+      REQUIRE(out[lane][e] == sum);
+    }
 }
 
 TEST_CASE("register path: random corruption never crashes and never yields an invalid module under validate",
