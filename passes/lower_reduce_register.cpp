@@ -8,6 +8,9 @@
 //  3. every slot now holds its group's reduction; each result element picks it
 //     up from a slot of the right group (GatherPlan: in its own lane when it can,
 //     else one shuffle per result element). Row|Column just splats.
+// 2x2 (ReduceScatter, register.h) replaces 2 and 3 where it plans: each lane step
+// combines only the half of the elements the lane keeps and sends the other
+// half (one shuffle per pair), then the survivors are gathered into the result.
 // No Workgroup memory, no barrier.
 #include <bit>
 
