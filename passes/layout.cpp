@@ -1,6 +1,7 @@
 // The GF(2)-linear layout model: evaluation, inversion, reduction recipes,
 // relayout maps, fitting a probe and the text form. See coopmat/layout.h.
 #include "coopmat/layout.h"
+#include "gf2.h"
 
 #include <bit>
 #include <charconv>
@@ -36,58 +37,6 @@ std::vector<uint64_t> InputImages(const LinearLayout& l, const Packing& p) {
   for (const BitImage& b : l.laneBits) images.push_back(p.Out(b));
   for (const BitImage& b : l.indexBits) images.push_back(p.Out(b));
   return images;
-}
-
-// Gaussian elimination of a linear map given by the images of its input bits.
-// After Reduce(), pivot[b] maps to a vector whose only pivot bit is b; when the
-// map is onto, that vector is exactly bit b, so pivot inputs are preimages.
-struct Elimination {
-  struct Row {
-    uint64_t image = 0;
-    uint64_t input = 0;
-  };
-  std::map<uint32_t, Row> pivot;  // keyed by the highest bit of the image
-  std::vector<uint64_t> kernel;   // input combinations with image 0
-
-  // Adds one input vector; returns false when its image was already spanned.
-  bool Add(uint64_t image, uint64_t input) {
-    for (auto it = pivot.rbegin(); it != pivot.rend() && image != 0; ++it)
-      if (image >> it->first & 1) {
-        image ^= it->second.image;
-        input ^= it->second.input;
-      }
-    if (image == 0) {
-      kernel.push_back(input);
-      return false;
-    }
-    pivot[63 - static_cast<uint32_t>(std::countl_zero(image))] = {image, input};
-    return true;
-  }
-  // Clears every pivot bit from the other rows (reduced row echelon form).
-  void Reduce() {
-    for (auto& [bit, row] : pivot)
-      for (auto& [other, otherRow] : pivot)
-        if (other != bit && (otherRow.image >> bit & 1)) {
-          otherRow.image ^= row.image;
-          otherRow.input ^= row.input;
-        }
-  }
-  uint32_t Rank() const { return static_cast<uint32_t>(pivot.size()); }
-};
-
-Elimination Eliminate(const std::vector<uint64_t>& images) {
-  Elimination e;
-  for (size_t i = 0; i < images.size(); ++i) e.Add(images[i], uint64_t{1} << i);
-  e.Reduce();
-  return e;
-}
-
-// Canonical preimage of a coordinate under an onto map (replica bits zero).
-uint64_t Preimage(const Elimination& e, uint64_t target) {
-  uint64_t input = 0;
-  for (const auto& [bit, row] : e.pivot)
-    if (target >> bit & 1) input ^= row.input;
-  return input;
 }
 
 // Linear layouts need power-of-two dimensions; the caps keep a slot in 30 bits
@@ -169,7 +118,7 @@ Coord LinearLayout::CoordinateOf(uint32_t lane, uint32_t index) const {
 
 uint32_t LinearLayout::Replicas() const {
   Packing p(*this);
-  return 1u << (p.InputBits() - Eliminate(InputImages(*this, p)).Rank());
+  return 1u << (p.InputBits() - gf2::Eliminate(InputImages(*this, p)).Rank());
 }
 
 uint32_t LinearLayout::LaneBitsAlongRow() const { return MaskOfImages(laneBits, ChangesColOnly); }
@@ -180,13 +129,13 @@ uint32_t LinearLayout::IndexBitsAlongColumn() const { return MaskOfImages(indexB
 
 Slot LinearLayout::Owner(uint32_t row, uint32_t col) const {
   Packing p(*this);
-  return p.In(Preimage(Eliminate(InputImages(*this, p)), p.Out(BitImage{row, col})));
+  return p.In(gf2::Eliminate(InputImages(*this, p)).Preimage(p.Out(BitImage{row, col})));
 }
 
 std::vector<Slot> LinearLayout::Owners(uint32_t row, uint32_t col) const {
   Packing p(*this);
-  Elimination e = Eliminate(InputImages(*this, p));
-  uint64_t base = Preimage(e, p.Out(BitImage{row, col}));
+  gf2::Elimination e = gf2::Eliminate(InputImages(*this, p));
+  uint64_t base = e.Preimage(p.Out(BitImage{row, col}));
   std::vector<Slot> owners;
   for (uint64_t combo = 0; combo < (uint64_t{1} << e.kernel.size()); ++combo) {
     uint64_t v = base;
@@ -200,7 +149,7 @@ std::vector<Slot> LinearLayout::Owners(uint32_t row, uint32_t col) const {
 std::vector<Slot> LinearLayout::ReplicaMoves() const {
   Packing p(*this);
   std::vector<Slot> moves;
-  for (uint64_t v : Eliminate(InputImages(*this, p)).kernel) moves.push_back(p.In(v));
+  for (uint64_t v : gf2::Eliminate(InputImages(*this, p)).kernel) moves.push_back(p.In(v));
   return moves;
 }
 
@@ -220,7 +169,7 @@ std::string ValidateLayout(const LinearLayout& l) {
     if (!inRange(l.laneBits[i])) return "lane bit " + std::to_string(i) + " moves outside the matrix";
   for (size_t i = 0; i < l.indexBits.size(); ++i)
     if (!inRange(l.indexBits[i])) return "index bit " + std::to_string(i) + " moves outside the matrix";
-  Elimination e = Eliminate(InputImages(l, p));
+  gf2::Elimination e = gf2::Eliminate(InputImages(l, p));
   if (e.Rank() < p.OutputBits()) {
     // The lowest coordinate bit that is not a pivot is a missing element.
     uint32_t bit = 0;
@@ -251,7 +200,7 @@ ReductionRecipe RecipeOverBits(const LinearLayout& l, uint32_t rowBits, uint32_t
   // Moves that stay within a reduced group: the null space of the kept bits.
   std::vector<uint64_t> keptImages;
   for (uint64_t image : images) keptImages.push_back(image & ~reduced);
-  Elimination inGroup;
+  gf2::Elimination inGroup;
   for (size_t i = 0; i < keptImages.size(); ++i) inGroup.Add(keptImages[i], uint64_t{1} << i);
 
   // Cheapest first: single index bits, single lane bits, then general moves.
@@ -263,7 +212,7 @@ ReductionRecipe RecipeOverBits(const LinearLayout& l, uint32_t rowBits, uint32_t
   // Keep a move only if it reaches an element the chosen ones do not: that
   // skips replicas, so each distinct element is combined exactly once.
   ReductionRecipe recipe;
-  Elimination chosen;
+  gf2::Elimination chosen;
   for (uint64_t move : candidates) {
     uint64_t image = 0;
     for (uint32_t b = 0; b < p.InputBits(); ++b)
@@ -331,10 +280,10 @@ std::optional<Relayout> DescribeRelayout(const LinearLayout& from, const LinearL
   if (from.key.rows != to.key.rows || from.key.cols != to.key.cols || from.key.subgroupSize != to.key.subgroupSize)
     return std::nullopt;
   Packing pf(from);
-  Elimination e = Eliminate(InputImages(from, pf));
+  gf2::Elimination e = gf2::Eliminate(InputImages(from, pf));
   Relayout r;
   r.identical = from.length == to.length && from.laneBits == to.laneBits && from.indexBits == to.indexBits;
-  auto sourceOf = [&](const BitImage& b) { return pf.In(Preimage(e, pf.Out(b))); };
+  auto sourceOf = [&](const BitImage& b) { return pf.In(e.Preimage(pf.Out(b))); };
   for (const BitImage& b : to.laneBits) r.laneBitSources.push_back(sourceOf(b));
   for (const BitImage& b : to.indexBits) r.indexBitSources.push_back(sourceOf(b));
 

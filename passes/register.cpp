@@ -3,6 +3,7 @@
 // on packed vectors: a slot is lane bits then index bits, a coordinate is row
 // bits then column bits of the source layout.
 #include "register.h"
+#include "gf2.h"
 
 #include <algorithm>
 #include <bit>
@@ -15,48 +16,6 @@ uint32_t Log2(uint32_t v) { return static_cast<uint32_t>(std::countr_zero(v)); }
 
 // The register path unrolls over the elements; longer matrices keep the scratch path.
 constexpr uint32_t kMaxLength = 256;
-
-// Gaussian elimination over GF(2) with the input combination tracked per row.
-struct Elimination {
-  struct Row {
-    uint64_t image = 0, input = 0;
-  };
-  std::map<uint32_t, Row> pivot;  // by highest image bit
-  std::vector<uint64_t> kernel;
-  bool Add(uint64_t image, uint64_t input) {
-    for (auto it = pivot.rbegin(); it != pivot.rend() && image; ++it)
-      if (image >> it->first & 1) {
-        image ^= it->second.image;
-        input ^= it->second.input;
-      }
-    if (!image) {
-      kernel.push_back(input);
-      return false;
-    }
-    pivot[63 - static_cast<uint32_t>(std::countl_zero(image))] = {image, input};
-    return true;
-  }
-  void Reduce() {
-    for (auto& [bit, row] : pivot)
-      for (auto& [other, otherRow] : pivot)
-        if (other != bit && (otherRow.image >> bit & 1)) {
-          otherRow.image ^= row.image;
-          otherRow.input ^= row.input;
-        }
-  }
-  // A preimage of target when it is in the image (linear in target; reads pivot bits only).
-  uint64_t Preimage(uint64_t target) const {
-    uint64_t input = 0;
-    for (const auto& [bit, row] : pivot)
-      if (target >> bit & 1) input ^= row.input;
-    return input;
-  }
-  bool Independent(uint64_t image) const {
-    for (auto it = pivot.rbegin(); it != pivot.rend() && image; ++it)
-      if (image >> it->first & 1) image ^= it->second.image;
-    return image != 0;
-  }
-};
 
 // Applies a linear map given by per-bit images to x.
 uint64_t Apply(const std::vector<uint32_t>& images, uint64_t x) {
@@ -235,7 +194,7 @@ std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRo
   const uint64_t kept = pack({keptRows & (source.key.rows - 1), keptCols & (source.key.cols - 1)});
 
   // P: source slot -> kept coordinate bits.
-  Elimination p;
+  gf2::Elimination p;
   for (uint32_t k = 0; k < Ls; ++k) p.Add(pack(source.laneBits[k]) & kept, uint64_t{1} << k);
   for (uint32_t k = 0; k < Is; ++k) p.Add(pack(source.indexBits[k]) & kept, uint64_t{1} << (Ls + k));
   p.Reduce();
@@ -317,7 +276,7 @@ std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRo
   }
   if (!identity) {
     chosen.clear();
-    Elimination lanes;
+    gf2::Elimination lanes;
     for (uint32_t j = 0; j < Ls; ++j) {
       auto c = candidates(j, [&](const Choice& ch) { return lanes.Independent(ch.lane); });
       if (!c) c = candidates(j, [](const Choice&) { return true; });
@@ -335,7 +294,7 @@ std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRo
   if (!identity) {
     // The sender computes the index for its receiver: needs C constant on the
     // receivers that share a sender (ker A within ker C), then C' = C o A^-1.
-    Elimination a;
+    gf2::Elimination a;
     for (uint32_t j = 0; j < Ls; ++j) a.Add(plan.laneSource[j], uint64_t{1} << j);
     for (uint64_t x : a.kernel)
       if (Apply(plan.laneIndex, x) != 0) return std::nullopt;
