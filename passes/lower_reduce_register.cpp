@@ -170,16 +170,7 @@ void LowerReduceInRegisters(Builder& b, FunctionState& fs, const ir::Instruction
 
   // 1. In registers: a reduced basis of the index moves; after the step with
   // pivot p, the elements whose pivot bits are all clear hold their coset.
-  std::vector<std::pair<uint32_t, uint32_t>> basis;  // (pivot, vector)
-  for (uint32_t u : plan->recipe.indexXors) {
-    for (const auto& [p, w] : basis)
-      if (u >> p & 1) u ^= w;
-    if (!u) continue;
-    const uint32_t p = 31 - static_cast<uint32_t>(std::countl_zero(u));
-    for (auto& [q, w] : basis)
-      if (w >> p & 1) w ^= u;
-    basis.push_back({p, u});
-  }
+  const std::vector<std::pair<uint32_t, uint32_t>> basis = InRegisterReduceBasis(plan->recipe.indexXors);
   uint32_t pivots = 0;
   for (const auto& [p, u] : basis) {
     for (uint32_t e = 0; e < length; ++e)

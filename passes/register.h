@@ -77,6 +77,11 @@ std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRo
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
 
+// The in-register steps of a reduction as a reduced XOR basis (pivot bit, vector),
+// in application order: after the step with pivot p, the elements whose pivot bits
+// are all clear hold the combination of their coset. Dependent xors are dropped.
+std::vector<std::pair<uint32_t, uint32_t>> InRegisterReduceBasis(const std::vector<uint32_t>& indexXors);
+
 // 2x2 reduce-scatter (LowerReduceInRegisters): after the recipe's in-register
 // steps, lane step k combines across lane bit laneBit[k] only half of the live
 // elements: of each pair (e, e | 1 << indexBit[k]) a lane keeps the one whose

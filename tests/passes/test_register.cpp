@@ -272,16 +272,8 @@ std::vector<std::vector<uint64_t>> SimulateReduce(const LinearLayout& source, co
     return {};
   }
   std::vector<std::vector<uint64_t>> v = input;
-  std::vector<std::pair<uint32_t, uint32_t>> basis;
-  for (uint32_t u : recipe.indexXors) {
-    for (const auto& [p, w] : basis)
-      if (u >> p & 1) u ^= w;
-    if (!u) continue;
-    const uint32_t p = 31 - static_cast<uint32_t>(std::countl_zero(u));
-    for (auto& [q, w] : basis)
-      if (w >> p & 1) w ^= u;
-    basis.push_back({p, u});
-  }
+  // The schedule the lowering emits; the sums it produces are checked against a plain reference.
+  const std::vector<std::pair<uint32_t, uint32_t>> basis = coopmat::InRegisterReduceBasis(recipe.indexXors);
   uint32_t pivots = 0;
   for (const auto& [p, u] : basis) {
     for (uint32_t lane = 0; lane < S; ++lane)
