@@ -435,6 +435,7 @@ void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst, const std
     ir::Instruction version = inst;
     version.resultId = c.module.TakeId();
     t.SetTypeOf(version.resultId, inst.typeId);
+    if (c.transposed.count(inst.resultId)) c.transposed.insert(version.resultId);  // decorations follow the id
     lower(b, version);
     b.EmitVoid(spv::Op::OpStore, {variable, version.resultId});
     if (k == 0) afterFirst = c.stats;

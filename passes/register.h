@@ -3,9 +3,9 @@
 // shuffles of any component type, and the gather that moves elements between two
 // register layouts (ConvertUse, transposes, placing reduction results).
 //
-// Everything here assumes the pipeline runs with the subgroup size of the
-// layouts in LowerOptions::layouts and with full subgroups: the layer passes
-// layouts only when the pipeline's subgroup size is fixed (see lower.h).
+// Everything here assumes full subgroups of the size whose code is being emitted
+// (Context::activeSubgroupSize): with several sizes, LowerForEachSubgroupSize emits
+// one version per size behind a switch on SubgroupSize (see lower.h).
 #pragma once
 
 #include <functional>
@@ -19,7 +19,8 @@ namespace coopmat {
 
 // The register layout of a matrix type with exactly this component type, Use and
 // constant dimensions, or null (no such layout, specialization-constant
-// dimensions, an unmapped component type, or layouts of several subgroup sizes).
+// dimensions, an unmapped component type), at the active subgroup size; with none
+// active, only when the pipeline has a single size.
 const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use);
 inline const LinearLayout* RegisterLayout(const Context& c, const CoopMatType& type) {
   if (!c.types.ConstantValue(type.useId)) return nullptr;  // a specialization-constant Use

@@ -13,11 +13,14 @@
 //                     with the layer setting lowering=portable (every operation
 //                     through Workgroup scratch, as where the driver's layout is unknown;
 //                     on a driver with the extension natively it repeats way 1)
+//   5. spec tiles     way 1's kernel built with its tile sizes as specialization
+//                     constants (TM, TN, TK, WARP) and given 8 at pipeline creation,
+//                     as published kernels are: the layer lowers it per pipeline
 //
 // Every way is checked before it is timed; a wrong result is reported, not timed.
 //
 //   attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]
-//             [--ways layer,khr,nv,portable] [--k-transpose] [--no-layer] [--compile-times] [--check-only]
+//             [--ways layer,khr,nv,portable,spec] [--k-transpose] [--no-layer] [--compile-times] [--check-only]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +38,7 @@
 namespace {
 
 constexpr uint32_t kTile = 8;
-constexpr int kWays = 4;  // layer, khr, nv, portable  // Br = Bc = 8: the only KHR shape lavapipe has
+constexpr int kWays = 5;  // layer, khr, nv, portable, spec  // Br = Bc = 8: the only KHR shape lavapipe has
 // Largest error accepted: Q, K, V and P are f16, everything else f32.
 constexpr double kOutputTolerance = 1e-2;  // max |O - reference|
 constexpr double kLseTolerance = 1e-3;     // max |lse - reference|
@@ -48,7 +51,7 @@ struct Options {
   bool layer = true;
   bool kTranspose = false;
   bool compileTimes = false;
-  bool ways[4] = {true, true, true, true};
+  bool ways[kWays] = {true, true, true, true, true};
 };
 
 struct Problem {
@@ -63,14 +66,14 @@ struct Problem {
 void Usage() {
   std::fprintf(stderr,
                "usage: attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]\n"
-               "                 [--ways layer,khr,nv,portable] [--k-transpose] [--no-layer] [--compile-times] [--check-only]\n"
+               "                 [--ways layer,khr,nv,portable,spec] [--k-transpose] [--no-layer] [--compile-times] [--check-only]\n"
                "  --seq N        sequence length, a multiple of 8 (default 256)\n"
                "  --dim D        head dimension: 16, 32, 64 or 128 (default 64)\n"
                "  --heads H      heads (default 4)     --batch B   batch (default 1)\n"
                "  --no-causal    attend to every key (default: causal mask)\n"
                "  --runs R       timed dispatches per way; the median is reported (default 15)\n"
-               "  --ways LIST    which ways to run (default layer,khr,nv,portable; portable = the layer with\n"
-               "                 lowering=portable, on a second instance)\n"
+               "  --ways LIST    which ways to run (default layer,khr,nv,portable,spec; portable = the layer with\n"
+               "                 lowering=portable, on a second instance; spec = specialization-constant tiles)\n"
                "  --k-transpose  way 1 builds K^T with coopMatTransposeEXT instead of a column-major load\n"
                "  --no-layer     do not enable VK_LAYER_coopmat_maintenance1 (way 1 then needs a native driver)\n"
                "  --compile-times  also report the driver's compile time per way (Mesa's shader cache off; slow)\n"
@@ -117,6 +120,7 @@ std::optional<Options> Parse(int argc, char** argv) {
         else if (way == "khr") o.ways[1] = true;
         else if (way == "nv") o.ways[2] = true;
         else if (way == "portable") o.ways[3] = true;
+        else if (way == "spec") o.ways[4] = true;
         else ok = false;
         start = end + 1;
       }
@@ -180,6 +184,7 @@ struct Way {
   std::string shader;
   bool available;
   std::string why;  // when not available
+  std::vector<std::pair<uint32_t, uint32_t>> specialization = {};
 };
 
 struct Outcome {
@@ -212,7 +217,8 @@ std::unique_ptr<sample::Kernel> Prepare(const sample::Context& context, const Pr
   try {
     const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + way.shader + ".spv");
     auto kernel =
-        std::make_unique<sample::Kernel>(context, spirv, sample::KernelOptions{.bindings = 5, .pushConstantBytes = sizeof(Push)});
+        std::make_unique<sample::Kernel>(context, spirv, sample::KernelOptions{.bindings = 5, .pushConstantBytes = sizeof(Push),
+                                                                   .specialization = way.specialization});
     out.moduleUs = kernel->moduleMicroseconds();
     kernel->Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / kTile,
                   p.options.heads, p.options.batch, sample::AsBytes(push));
@@ -269,6 +275,9 @@ int main(int argc, char** argv) {
         {"portable", "EXT shader through the layer with lowering=portable", ext + dim,
          portable && portable->maintenance1(),
          options.layer ? "the layer does not serve this driver" : "needs the layer"},
+        {"spec tiles", "way 1's kernel with specialization-constant tiles (TM, TN, TK, WARP = 8)",
+         "attention_ext_spec" + dim, context.maintenance1(), "VK_EXT_cooperative_matrix_maintenance1 not available",
+         {{3, kTile}, {4, kTile}, {5, kTile}, {6, kTile}}},
     };
 
     std::printf("device: %s (%s)\n", context.deviceName().c_str(), context.driverInfo().c_str());

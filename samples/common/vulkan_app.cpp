@@ -314,6 +314,15 @@ Kernel::Kernel(const Context& context, std::span<const uint32_t> spirv, const Ke
     pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     pipelineInfo.stage.module = module_;
     pipelineInfo.stage.pName = "main";
+    std::vector<VkSpecializationMapEntry> entries;
+    std::vector<uint32_t> values;
+    for (const auto& [id, value] : options.specialization) {
+      entries.push_back({id, static_cast<uint32_t>(values.size() * 4), 4});
+      values.push_back(value);
+    }
+    const VkSpecializationInfo specialization{static_cast<uint32_t>(entries.size()), entries.data(), values.size() * 4,
+                                              values.data()};
+    if (!entries.empty()) pipelineInfo.stage.pSpecializationInfo = &specialization;
     pipelineInfo.layout = pipelineLayout_;
     start = Clock::now();
     const VkResult created = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &pipelineInfo, nullptr, &pipeline_);

@@ -13,6 +13,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sample {
@@ -125,6 +126,8 @@ class Buffer {
 struct KernelOptions {
   uint32_t bindings = 1;           // storage buffers at set 0, bindings 0..bindings-1
   uint32_t pushConstantBytes = 0;  // one range at offset 0, compute stage
+  // 32-bit specialization constants: (constantID, value).
+  std::vector<std::pair<uint32_t, uint32_t>> specialization;
 };
 
 // One compute pipeline with its descriptor set and a command buffer holding one

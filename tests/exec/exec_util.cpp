@@ -157,6 +157,7 @@ Env::Env(const EnvOptions& options) {
   dopt.enableMaintenance1 = options.layer;
   dopt.chainMaintenance1Features = options.layer;
   dopt.enableNvCoopmat2 = options.flex;
+  dopt.enableMaintenance5 = dopt.enableShaderObject = options.allPaths;
   device_ = std::make_unique<cmtest::Device>(*instance_, dopt);
   if (instance_->ok()) {
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -186,8 +187,19 @@ std::string ShaderPath(const std::string& name, const std::string& env) {
   return std::string(dir ? dir : COOPMAT_EXEC_DEFAULT_SHADER_DIR) + "/exec/" + name + "." + env + ".spv";
 }
 
+namespace {
+std::function<std::vector<uint32_t>(const std::vector<uint32_t>&)> gShaderTransform;
+}  // namespace
+
+ShaderTransform::ShaderTransform(std::function<std::vector<uint32_t>(const std::vector<uint32_t>&)> transform) {
+  gShaderTransform = std::move(transform);
+}
+ShaderTransform::~ShaderTransform() { gShaderTransform = nullptr; }
+
 std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env) {
-  return cmtest::ReadSpirv(ShaderPath(name, env));
+  std::vector<uint32_t> words = cmtest::ReadSpirv(ShaderPath(name, env));
+  if (gShaderTransform && !words.empty()) return gShaderTransform(words);
+  return words;
 }
 
 std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, std::vector<Bytes>& buffers) {

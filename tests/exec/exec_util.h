@@ -7,6 +7,7 @@
 #include "vk_context.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +66,7 @@ struct EnvOptions {
   bool flex = false;
   bool layer = true;
   cmtest::Validation validation = cmtest::Validation::Off;
+  bool allPaths = false;  // also VK_KHR_maintenance5 (inline stage code) and VK_EXT_shader_object
 };
 
 class Env {
@@ -94,6 +96,16 @@ class Env {
 const std::vector<std::string>& TargetEnvs();
 // $COOPMAT_SHADER_DIR/exec/<name>.<env>.spv; empty if missing.
 std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env);
+
+// For one scope, LoadShader returns transform(words) instead (e.g. a module lowered
+// offline, run on the bare driver). Not thread-safe: one per test at a time.
+class ShaderTransform {
+ public:
+  explicit ShaderTransform(std::function<std::vector<uint32_t>(const std::vector<uint32_t>&)> transform);
+  ~ShaderTransform();
+  ShaderTransform(const ShaderTransform&) = delete;
+  ShaderTransform& operator=(const ShaderTransform&) = delete;
+};
 std::string ShaderPath(const std::string& name, const std::string& env);
 
 // How a variant is dispatched: `subgroupsPerGroup` subgroups of 8 per workgroup

@@ -9,6 +9,9 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include "coopmat/layout.h"
+#include "coopmat/lower.h"
+
 using namespace exec;
 
 TEST_CASE("register_reduce_32x32", "[exec][reduce][flex][register]") {
@@ -39,4 +42,40 @@ TEST_CASE("register_transpose_32x32", "[exec][convert][flex][register]") {
   CheckAll(env, std::vector<ConvertCase>{{Use::Acc, T::F32, 32, 32, Use::B, T::F16, true},
                                          {Use::Acc, T::F32, 32, 32, Use::A, T::F16, true}},
            {Grid{2, 2}});
+}
+
+// Register code for several subgroup sizes in one module (what the layer emits on
+// RADV, wave32 and wave64): lowered offline for sizes 8 and 16 (the 16-lane layouts
+// are lavapipe's with a replica lane bit, a valid but different map), then run on the
+// bare driver, which must take the 8-lane version through the SubgroupSize switch.
+// A wrong choice moves elements to the wrong lanes, which the references catch.
+TEST_CASE("register_code_for_two_subgroup_sizes_runs_at_the_drivers_size", "[exec][register][subgroup-size]") {
+  std::vector<coopmat::LinearLayout> layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
+  const size_t eightLane = layouts.size();
+  for (size_t i = 0; i < eightLane; ++i) {
+    coopmat::LinearLayout wide = layouts[i];
+    wide.key.subgroupSize = 16;
+    wide.laneBits.push_back({});
+    layouts.push_back(wide);
+  }
+  size_t lowered = 0, inRegisters = 0;
+  ShaderTransform transform([&](const std::vector<uint32_t>& words) {
+    coopmat::LowerOptions options;
+    options.layouts = layouts;
+    options.AddMatrixProperties(8, 8, 8, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF32, coopmat::kTypeF32);
+    coopmat::LowerResult result = coopmat::LowerModule(words, options);
+    lowered += result.stats.OpsLowered();
+    inRegisters += result.stats.registerPath;
+    return result.words;
+  });
+  EXEC_ENV(env, .layer = false);
+  CheckAll(env, std::vector<GetCoordCase>{{Use::Acc, T::F32, 8, 8}, {Use::B, T::F16, 8, 8}}, {Grid{2, 2}});
+  CheckAll(env, std::vector<ReduceCase>{{kRow, Combine::Sum, T::F32, 8, 8, 8, 8}, {kColumn, Combine::Max, T::S32, 8, 8, 8, 8}},
+           {Grid{2, 2}});
+  CheckAll(env, std::vector<ConvertCase>{{Use::Acc, T::F32, 8, 8, Use::B, T::F16, true},
+                                         {Use::Acc, T::F16, 8, 8, Use::A, T::F16, false}},
+           {Grid{2, 2}});
+  CheckAll(env, std::vector<PerElemCase>{{ElemOp::RowCol, Use::Acc, T::F32, 8, 8}}, {Grid{2, 2}});
+  CHECK(lowered > 0);
+  CHECK(inRegisters == lowered);  // every operation took the two-size register path
 }

@@ -19,39 +19,17 @@
 
 #include "coopmat/layout.h"
 #include "coopmat/lower.h"
+#include "layer_test_util.h"
 #include "vk_context.h"
 
 using namespace cmtest;
+using namespace layertest;
 
 namespace {
 
-constexpr const char* kFakeDriverLayer = "VK_LAYER_COOPMAT_TEST_fake_driver";
 constexpr const char* kExtName = VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME;
 
-// Sets an environment variable for one scope (the loader and the layer read the
-// environment when an instance is created).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, hadOld_ = true;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (hadOld_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
 
- private:
-  const char* name_;
-  std::string old_;
-  bool hadOld_ = false;
-};
-
-// Puts the fake driver layer on the layer path next to ours.
-ScopedEnv FakeDriverOnPath() {
-  const char* current = std::getenv("VK_ADD_LAYER_PATH");
-  return ScopedEnv("VK_ADD_LAYER_PATH", std::string(current ? current : "") + ":" + COOPMAT_FAKE_LAYER_DIR);
-}
 
 size_t CountOf(const std::vector<std::string>& list, const std::string& name) {
   return static_cast<size_t>(std::count(list.begin(), list.end(), name));
@@ -129,12 +107,6 @@ void RequireMatchesKhr(const std::vector<VkCooperativeMatrixPropertiesKHR>& khr,
   }
 }
 
-bool AnyMessageContains(const Instance& instance, const std::string& needle) {
-  for (const Message& m : instance.messages()) {
-    if (m.text.find(needle) != std::string::npos) return true;
-  }
-  return false;
-}
 
 std::vector<uint32_t> LoadShader(const std::string& name) {
   std::vector<uint32_t> words = ReadSpirv(std::string(COOPMAT_LAYER_SHADER_DIR) + "/" + name);
@@ -149,23 +121,7 @@ VkResult CreateModule(const Device& device, const std::vector<uint32_t>& words, 
   return vkCreateShaderModule(device.handle(), &info, nullptr, module);
 }
 
-struct RecordedModule {
-  uint64_t address;
-  std::vector<uint32_t> words;
-};
 
-// What the fake driver layer recorded (FAKE_DRIVER_RECORD).
-std::vector<RecordedModule> ReadRecord(const std::string& path) {
-  std::vector<RecordedModule> out;
-  std::ifstream in(path, std::ios::binary);
-  uint64_t address = 0, count = 0;
-  while (in.read(reinterpret_cast<char*>(&address), 8) && in.read(reinterpret_cast<char*>(&count), 8)) {
-    RecordedModule m{address, std::vector<uint32_t>(count)};
-    in.read(reinterpret_cast<char*>(m.words.data()), static_cast<std::streamsize>(count * 4));
-    out.push_back(std::move(m));
-  }
-  return out;
-}
 
 bool DeclaresCapability(const std::vector<uint32_t>& words, uint32_t capability) {
   for (size_t pos = 5; pos < words.size();) {
@@ -180,9 +136,6 @@ bool DeclaresCapability(const std::vector<uint32_t>& words, uint32_t capability)
 
 std::vector<std::filesystem::path> CacheFiles(const std::filesystem::path& dir);
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("coopmat-test-" + std::to_string(getpid()) + "-" + name)).string();
-}
 
 }  // namespace
 

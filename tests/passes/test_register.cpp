@@ -137,7 +137,7 @@ TEST_CASE("register path: types without an exact layout keep the portable path, 
     CHECK(SubgroupBarriers(m) > 0);
     CHECK(coopmat::ValidateModule(result.words).empty());
   }
-  SECTION("layouts of two subgroup sizes for one type are ambiguous") {
+  SECTION("layouts of two subgroup sizes: register code for each, chosen by SubgroupSize") {
     auto layouts = lavapipe;
     for (auto l : lavapipe) {
       l.key.subgroupSize = 16;
@@ -145,7 +145,23 @@ TEST_CASE("register path: types without an exact layout keep the portable path, 
       layouts.push_back(l);
     }
     const auto result = LowerWith(passtest::LoadShader("getcoord", env), layouts);
+    CHECK(result.stats.getCoordinate == 4);
+    CHECK(result.stats.registerPath == 4);  // each operation counted once
+    const Module m = passtest::ParseOrFail(result.words);
+    CHECK(passtest::FindScratchVariable(m) == 0);
+    CHECK(passtest::CountOpcode(m, spv::Op::OpSwitch) == 4);
+    CHECK(coopmat::ValidateModule(result.words).empty());
+  }
+  SECTION("a subgroup size the pipeline may run with but no layout covers keeps the portable path") {
+    coopmat::LowerOptions options;
+    options.layouts = lavapipe;
+    options.subgroupSizes = {8, 16};
+    const auto result = coopmat::LowerModule(passtest::LoadShader("getcoord", env), options);
+    REQUIRE(result.ok);
     CHECK(result.stats.registerPath == 0);
+    CHECK(passtest::FindScratchVariable(passtest::ParseOrFail(result.words)) != 0);
+    options.subgroupSizes = {8};  // only the size the layouts have
+    CHECK(coopmat::LowerModule(passtest::LoadShader("getcoord", env), options).stats.registerPath == 4);
   }
   SECTION("a shape the layouts do not list (result 24x8, 8x248)") {
     const auto result = LowerWith(passtest::LoadShader("coordinates_large", env), lavapipe);

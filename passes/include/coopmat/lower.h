@@ -78,19 +78,18 @@ struct LowerOptions {
   bool flexibleDimensions = false;
   uint32_t flexibleMaxDimension = 0;
 
-  // Register layouts of the driver at the subgroup size every pipeline of the module
-  // runs with (the layer passes them only when that size is fixed). An operation whose
-  // matrix types all have a layout here is lowered in registers (arithmetic
-  // coordinates, subgroup shuffles) instead of through the Workgroup scratch.
-  // Empty: the portable path for everything.
+  // Register layouts of the driver, each for one subgroup size (LayoutKey::subgroupSize).
+  // An operation whose matrix types all have a layout here, at every size in
+  // subgroupSizes, is lowered in registers (arithmetic coordinates, subgroup shuffles)
+  // instead of through the Workgroup scratch. Empty: the portable path for everything.
   //
   // The register code is only correct when every subgroup that runs it is full and
-  // has the layouts' size (the lowering cannot check this in the shader), and it
+  // has one of those sizes (the lowering cannot check this in the shader), and it
   // uses OpGroupNonUniformShuffle/ShuffleXor (GroupNonUniformShuffle; the device must
   // support subgroup shuffles in the stage). A type matches a layout only with the
   // exact component type, Use and constant rows/cols; specialization-constant
-  // dimensions, layouts of more than 256 elements per invocation, layouts listed
-  // for two subgroup sizes, and moves that would need more than one shuffle per
+  // dimensions, layouts of more than 256 elements per invocation, and moves that
+  // would need more than one shuffle per
   // element keep the portable path. 8- and 16-bit values cross lanes widened to
   // 32 bits, which needs the module's Int8/Int16/Float16 capability (else portable).
   std::vector<LinearLayout> layouts;

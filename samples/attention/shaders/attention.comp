@@ -16,6 +16,10 @@
 // row r holds row r's value, so they combine element-wise with S and O.
 //
 // Defines: HEAD_DIM (multiple of 8).
+//   SPEC_TILES   the tile sizes are specialization constants, as published kernels
+//                declare them: TM, TN, TK (SpecIds 3-5) and the subgroup size WARP
+//                (SpecId 6, also the workgroup size). P goes from TM x TN to an A
+//                matrix of TM x TK, which is only valid once TN == TK is specialized.
 //   K_TRANSPOSE  load each K tile as it lies in memory (an accumulator) and turn it
 //                into K^T with coopMatTransposeEXT instead of a column-major load.
 //   NV_NATIVE    the same algorithm spelled with GL_NV_cooperative_matrix2 (the
@@ -37,15 +41,25 @@
 #extension GL_EXT_cooperative_matrix_maintenance1 : require
 #endif
 
+#ifdef SPEC_TILES
+layout(local_size_x_id = 6) in;
+layout(constant_id = 3) const uint TM = 8;    // query rows per block
+layout(constant_id = 4) const uint TN = 8;    // keys per block, and the O/V column chunk
+layout(constant_id = 5) const uint TK = 8;    // Q/K chunk of the head dimension
+layout(constant_id = 6) const uint WARP = 8;  // one subgroup per workgroup
+#else
 layout(local_size_x = 8) in;  // one subgroup (lavapipe's subgroup size is 8)
+const uint TM = 8, TN = 8, TK = 8;  // tile edges: Br = Bc = 8
+#endif
 
-const uint T = 8;                  // tile edge: Br = Bc = 8
-const uint DT = HEAD_DIM / T;      // 8-wide tiles along the head dimension
+const uint T = TM;                 // query rows per workgroup
+const uint DT = HEAD_DIM / TK;     // Q/K tiles along the head dimension
+const uint DO = HEAD_DIM / TN;     // O/V tiles along the head dimension
 const float kMinusInf = -1.0e30;   // finite, so exp(kMinusInf - m) is a clean 0
 
-#define Acc coopmat<float, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>
-#define TileA coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseA>
-#define TileB coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseB>
+#define Acc coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator>
+#define TileA coopmat<float16_t, gl_ScopeSubgroup, TM, TK, gl_MatrixUseA>
+#define TileB coopmat<float16_t, gl_ScopeSubgroup, TK, TN, gl_MatrixUseB>
 
 layout(set = 0, binding = 0) readonly buffer Qbuf { float16_t q[]; };
 layout(set = 0, binding = 1) readonly buffer Kbuf { float16_t k[]; };
@@ -86,31 +100,31 @@ void main() {
   const uint q0 = qBlock * T;
 
   TileA qTile[DT];
-  Acc oTile[DT];
-  [[unroll]] for (uint d = 0; d < DT; ++d) {
-    coopMatLoad(qTile[d], q, base + q0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
-    oTile[d] = Acc(0.0);
-  }
+  Acc oTile[DO];
+  [[unroll]] for (uint d = 0; d < DT; ++d)
+    coopMatLoad(qTile[d], q, base + q0 * HEAD_DIM + d * TK, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+  [[unroll]] for (uint d = 0; d < DO; ++d) oTile[d] = Acc(0.0);
   Acc m = Acc(kMinusInf);  // running row max
   Acc l = Acc(0.0);        // running row sum of exp(S - m)
 
-  const uint blocks = pc.causal != 0 ? qBlock + 1 : pc.seqLen / T;
+  const uint blocks = pc.causal != 0 ? (q0 + TM + TN - 1) / TN : pc.seqLen / TN;
   for (uint kb = 0; kb < blocks; ++kb) {
-    const uint c0 = kb * T;
+    const uint c0 = kb * TN;
     // S = Q · K^T
     Acc s = Acc(0.0);
     [[unroll]] for (uint d = 0; d < DT; ++d) {
       TileB kT;
 #ifdef K_TRANSPOSE
-      coopmat<float16_t, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator> kTile;
-      coopMatLoad(kTile, k, base + c0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+      coopmat<float16_t, gl_ScopeSubgroup, TN, TK, gl_MatrixUseAccumulator> kTile;
+      coopMatLoad(kTile, k, base + c0 * HEAD_DIM + d * TK, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
       coopMatTransposeEXT(kT, kTile);
 #else
-      coopMatLoad(kT, k, base + c0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutColumnMajor);
+      coopMatLoad(kT, k, base + c0 * HEAD_DIM + d * TK, HEAD_DIM, gl_CooperativeMatrixLayoutColumnMajor);
 #endif
       s = coopMatMulAdd(qTile[d], kT, s);
     }
-    coopMatPerElementEXT(s, s, ScaleAndMask, pc.scale, uint32_t(pc.causal != 0 && kb == qBlock ? 1 : 0));
+    // The block on the diagonal masks col > row inside the tile (aligned tiles: TM == TN).
+    coopMatPerElementEXT(s, s, ScaleAndMask, pc.scale, uint32_t(pc.causal != 0 && c0 + TN > q0 ? 1 : 0));
 
     // Online softmax.
     Acc blockMax, mNew, p, alpha, rowSum;
@@ -122,19 +136,19 @@ void main() {
     coopMatPerElementEXT(l, l, MulAdd, alpha, rowSum);
     m = mNew;
 
-    // O = O * alpha + P · V
+    // O = O * alpha + P · V (P: TM x TN keys, used as the A matrix of TM x TK)
     const TileA pA = TileA(p);
-    [[unroll]] for (uint d = 0; d < DT; ++d) {
+    [[unroll]] for (uint d = 0; d < DO; ++d) {
       TileB vTile;
-      coopMatLoad(vTile, v, base + c0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(vTile, v, base + c0 * HEAD_DIM + d * TN, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
       coopMatPerElementEXT(oTile[d], oTile[d], Mul, alpha);
       oTile[d] = coopMatMulAdd(pA, vTile, oTile[d]);
     }
   }
 
-  [[unroll]] for (uint d = 0; d < DT; ++d) {
+  [[unroll]] for (uint d = 0; d < DO; ++d) {
     coopMatPerElementEXT(oTile[d], oTile[d], Div, l);
-    coopMatStore(oTile[d], o, base + q0 * HEAD_DIM + d * T, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+    coopMatStore(oTile[d], o, base + q0 * HEAD_DIM + d * TN, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
   }
 
   // Row statistics: every row of `stats` holds m + log(l); write column 0 of each row.

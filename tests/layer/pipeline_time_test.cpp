@@ -1,0 +1,245 @@
+// The pipeline-time step, seen from an application and from the driver below the
+// layer (the fake driver layer records every module the driver is given): a module
+// whose tile sizes are specialization constants is lowered per specialization into
+// register code, once per (module, specialization, subgroup size), and the result
+// survives a restart on disk.
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "coopmat/lower.h"
+#include "layer_test_util.h"
+#include "vk_context.h"
+
+using namespace cmtest;
+using namespace layertest;
+
+namespace {
+
+std::vector<uint32_t> SpecTiles(const char* env) {
+  std::vector<uint32_t> words = ReadSpirv(std::string(COOPMAT_LAYER_SHADER_DIR) + "/spec_tiles." + env + ".spv");
+  REQUIRE(!words.empty());
+  return words;
+}
+
+size_t CountWorkgroupVariables(const std::vector<uint32_t>& words) {
+  size_t count = 0;
+  for (size_t pos = 5; pos < words.size();) {
+    const uint32_t n = words[pos] >> 16, opcode = words[pos] & 0xffff;
+    if (n == 0) break;
+    if (opcode == 59 /*OpVariable*/ && n >= 4 && words[pos + 3] == 4 /*Workgroup*/) ++count;
+    pos += n;
+  }
+  return count;
+}
+
+// A compute pipeline layout for spec_tiles.comp (7 storage buffers), and pipelines
+// made from one module with a given specialization.
+class SpecTilesPipelines {
+ public:
+  explicit SpecTilesPipelines(const Device& device) : device_(device) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings;
+    for (uint32_t i = 0; i < 7; ++i)
+      bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+    VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    setInfo.bindingCount = static_cast<uint32_t>(bindings.size());
+    setInfo.pBindings = bindings.data();
+    REQUIRE(vkCreateDescriptorSetLayout(device.handle(), &setInfo, nullptr, &setLayout_) == VK_SUCCESS);
+    VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layoutInfo.setLayoutCount = 1;
+    layoutInfo.pSetLayouts = &setLayout_;
+    REQUIRE(vkCreatePipelineLayout(device.handle(), &layoutInfo, nullptr, &layout_) == VK_SUCCESS);
+  }
+  ~SpecTilesPipelines() {
+    vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
+    vkDestroyDescriptorSetLayout(device_.handle(), setLayout_, nullptr);
+  }
+
+  // Creates (and destroys) a pipeline of `module` with TM, TN, TK; returns the result.
+  VkResult Create(VkShaderModule module, uint32_t tm, uint32_t tn, uint32_t tk, uint32_t requiredSubgroupSize = 0) {
+    const uint32_t values[] = {16, tm, tn, tk, 8};  // local size: two subgroups of 8
+    const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
+    VkSpecializationInfo spec{5, entries, sizeof(values), values};
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+    required.requiredSubgroupSize = requiredSubgroupSize;
+    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    info.stage.pNext = requiredSubgroupSize ? &required : nullptr;
+    info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = module;
+    info.stage.pName = "main";
+    info.stage.pSpecializationInfo = &spec;
+    info.layout = layout_;
+    VkPipeline pipeline = VK_NULL_HANDLE;
+    const VkResult result = vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
+    if (pipeline) vkDestroyPipeline(device_.handle(), pipeline, nullptr);
+    return result;
+  }
+
+ private:
+  const Device& device_;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+};
+
+VkShaderModule CreateModule(const Device& device, const std::vector<uint32_t>& words) {
+  VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  info.codeSize = words.size() * 4;
+  info.pCode = words.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  REQUIRE(vkCreateShaderModule(device.handle(), &info, nullptr, &module) == VK_SUCCESS);
+  return module;
+}
+
+size_t CountMessages(const Instance& instance, const std::string& needle) {
+  const std::vector<Message> messages = instance.messages();
+  return static_cast<size_t>(std::count_if(messages.begin(), messages.end(), [&](const Message& m) {
+    return m.text.find(needle) != std::string::npos;
+  }));
+}
+
+const VkLayerSettingEXT* Setting(const char* key, const char* const* value) {
+  static thread_local std::vector<VkLayerSettingEXT> settings;
+  settings.push_back({kLayerName, key, VK_LAYER_SETTING_TYPE_STRING_EXT, 1, value});
+  return &settings.back();
+}
+
+InstanceOptions DebugLogging(bool diskCache) {
+  static const char* debug = "debug";
+  static const char* on = "true";
+  static const char* off = "false";
+  InstanceOptions options;
+  options.settings = {*Setting("log_level", &debug), *Setting("shader_cache", diskCache ? &on : &off)};
+  return options;
+}
+
+constexpr const char* kLowered = "pipeline-time lowering";
+
+}  // namespace
+
+TEST_CASE("specialized pipelines reach the driver in registers, without shared-memory scratch",
+          "[layer][specialization]") {
+  if (const char* lowering = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING"); lowering && std::string(lowering) == "portable")
+    SKIP("the register path is off under lowering=portable");
+  for (const char* env : {"spirv1.3", "spirv1.6"}) {
+    INFO(env);
+    ScopedEnv path = FakeDriverOnPath();
+    const std::string record = TempPath(std::string("record-spec-") + env + ".bin");
+    std::filesystem::remove(record);
+    ScopedEnv recording("FAKE_DRIVER_RECORD", record);
+    InstanceOptions options = DebugLogging(false);
+    options.layersBelow = {kFakeDriverLayer};
+    Instance instance(options);
+    Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+    REQUIRE(device.ok());
+    const std::vector<uint32_t> original = SpecTiles(env);
+    const size_t recordedBefore = ReadRecord(record).size();  // the layout probe's modules
+    VkShaderModule module = CreateModule(device, original);
+    {
+      SpecTilesPipelines pipelines(device);
+      CHECK(pipelines.Create(module, 8, 8, 8) == VK_SUCCESS);
+      CHECK(pipelines.Create(module, 16, 16, 16) == VK_SUCCESS);
+    }
+    vkDestroyShaderModule(device.handle(), module, nullptr);
+    const std::vector<RecordedModule> recorded = ReadRecord(record);
+    std::filesystem::remove(record);
+    // The module handle's code, then one module per pipeline.
+    REQUIRE(recorded.size() == recordedBefore + 3);
+    const size_t appShared = CountWorkgroupVariables(original);  // gScale, gOffset
+    CHECK(appShared == 2);
+    CHECK(CountWorkgroupVariables(recorded[recordedBefore].words) == appShared + 1);  // control: portable scratch
+    for (size_t i = recordedBefore + 1; i < recorded.size(); ++i) {
+      CHECK(CountWorkgroupVariables(recorded[i].words) == appShared);
+      CHECK(coopmat::ValidateModule(recorded[i].words, 3).empty());
+    }
+    CHECK(CountMessages(instance, "6 operations, 6 in registers, lowered in") == 2);
+    CHECK(instance.problems().empty());
+  }
+}
+
+TEST_CASE("a second pipeline from the same module and specialization costs no rewrite", "[layer][specialization]") {
+  Instance instance(DebugLogging(false));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  SpecTilesPipelines pipelines(device);
+  CHECK(pipelines.Create(module, 8, 8, 8) == VK_SUCCESS);
+  CHECK(CountMessages(instance, "lowered in") == 1);
+  CHECK(pipelines.Create(module, 8, 8, 8) == VK_SUCCESS);
+  CHECK(pipelines.Create(module, 8, 8, 8) == VK_SUCCESS);
+  CHECK(CountMessages(instance, "lowered in") == 1);
+  CHECK(CountMessages(instance, "from the memory cache") == 2);
+  CHECK(pipelines.Create(module, 16, 16, 16) == VK_SUCCESS);  // another specialization: lowered once more
+  CHECK(CountMessages(instance, "lowered in") == 2);
+  // A second module with the same code shares the entries.
+  VkShaderModule twin = CreateModule(device, SpecTiles("spirv1.6"));
+  CHECK(pipelines.Create(twin, 16, 16, 16) == VK_SUCCESS);
+  CHECK(CountMessages(instance, "from the memory cache") == 3);
+  vkDestroyShaderModule(device.handle(), twin, nullptr);
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+  CHECK(instance.problems().empty());
+}
+
+TEST_CASE("a restarted application finds its pipeline-time lowerings on disk, and never a damaged one",
+          "[layer][specialization][cache]") {
+  const std::filesystem::path home = TempPath("lowering-cache");
+  std::filesystem::remove_all(home);
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  auto run = [&](const char* expected) {
+    Instance instance(DebugLogging(true));
+    Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+    REQUIRE(device.ok());
+    VkShaderModule module = CreateModule(device, SpecTiles("spirv1.3"));
+    {
+      SpecTilesPipelines pipelines(device);
+      CHECK(pipelines.Create(module, 16, 16, 16) == VK_SUCCESS);
+    }
+    vkDestroyShaderModule(device.handle(), module, nullptr);
+    INFO("expected: " << expected);
+    CHECK(CountMessages(instance, std::string(kLowered)) == 1);
+    CHECK(CountMessages(instance, expected) == 1);
+    CHECK(instance.problems().empty());
+  };
+  run("in registers, lowered in");
+  const std::filesystem::path dir = home / "coopmat-maintenance1" / "lowered";
+  std::vector<std::filesystem::path> entries;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) entries.push_back(entry.path());
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0].extension() == ".spv");
+  run("from the disk cache");
+  {  // One flipped bit in the stored module: the entry is not used, the module is lowered again.
+    std::fstream file(entries[0], std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(200);
+    char byte = 0;
+    file.read(&byte, 1);
+    file.seekp(200);
+    byte ^= 0x10;
+    file.write(&byte, 1);
+  }
+  run("in registers, lowered in");
+  run("from the disk cache");  // and rewritten whole
+  std::filesystem::remove_all(home);
+}
+
+TEST_CASE("a mis-specialized pipeline gets an error and a message, and nothing reaches the driver",
+          "[layer][specialization][malformed]") {
+  Instance instance(DebugLogging(false));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  SpecTilesPipelines pipelines(device);
+  CHECK(pipelines.Create(module, 8, 8, 16) == VK_ERROR_UNKNOWN);
+  CHECK(AnyMessageContains(instance, "Result dimensions 8x16 do not match the Matrix dimensions 8x8 once specialized"));
+  // Asking again gives the same answer from the cache, with the message again.
+  instance.clearMessages();
+  CHECK(pipelines.Create(module, 8, 8, 16) == VK_ERROR_UNKNOWN);
+  CHECK(AnyMessageContains(instance, "do not match"));
+  CHECK(pipelines.Create(module, 8, 8, 8) == VK_SUCCESS);  // the module itself is fine
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+}

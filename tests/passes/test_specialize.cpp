@@ -1,0 +1,208 @@
+// Pipeline-time specialization: SpecializeModule freezes specialization constants
+// the way a driver applies VkSpecializationInfo, and LowerModule with a
+// specialization lowers shapes that were specialization constants as constants
+// (register path included). specializationPending accepts at module time what only
+// the specialization settles; the specialized lowering refuses a mismatch.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <cstring>
+
+#include <spirv-tools/libspirv.hpp>
+
+#include "coopmat/layout.h"
+#include "coopmat/lower.h"
+#include "test_support.h"
+
+using Catch::Matchers::ContainsSubstring;
+using coopmat::ir::Instruction;
+using coopmat::ir::Module;
+
+namespace {
+
+std::vector<uint8_t> Bytes32(uint32_t value) {
+  std::vector<uint8_t> bytes(4);
+  std::memcpy(bytes.data(), &value, 4);
+  return bytes;
+}
+
+coopmat::Specialization Spec(std::initializer_list<std::pair<uint32_t, uint32_t>> values) {
+  coopmat::Specialization s;
+  for (auto [id, value] : values) s.values[id] = Bytes32(value);
+  return s;
+}
+
+std::vector<uint32_t> Assemble(const std::string& text) {
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_3);
+  std::vector<uint32_t> words;
+  REQUIRE(tools.Assemble(text, &words, SPV_TEXT_TO_BINARY_OPTION_PRESERVE_NUMERIC_IDS));
+  return words;
+}
+
+// The value of the constant with result id `id` (first word), or ~0u.
+uint32_t ConstantWord(const Module& m, uint32_t id) {
+  for (const Instruction& inst : m.globals)
+    if (inst.resultId == id) {
+      if (inst.opcode == spv::Op::OpConstantTrue) return 1;
+      if (inst.opcode == spv::Op::OpConstantFalse) return 0;
+      if (inst.opcode == spv::Op::OpConstant) return inst.Operand(0);
+    }
+  return ~0u;
+}
+
+size_t CountSpecConstants(const Module& m) {
+  size_t n = 0;
+  for (const Instruction& inst : m.globals)
+    switch (inst.opcode) {
+      case spv::Op::OpSpecConstant:
+      case spv::Op::OpSpecConstantTrue:
+      case spv::Op::OpSpecConstantFalse:
+      case spv::Op::OpSpecConstantComposite:
+      case spv::Op::OpSpecConstantOp: ++n; break;
+      default: break;
+    }
+  return n;
+}
+
+const char* kFoldModule = R"(
+               OpCapability Shader
+               OpCapability Int16
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main"
+               OpExecutionMode %main LocalSize 1 1 1
+               OpDecorate %a SpecId 1
+               OpDecorate %b SpecId 2
+               OpDecorate %flag SpecId 3
+               OpDecorate %narrow SpecId 4
+               OpDecorate %kept SpecId 5
+       %void = OpTypeVoid
+       %bool = OpTypeBool
+       %uint = OpTypeInt 32 0
+        %int = OpTypeInt 32 1
+      %short = OpTypeInt 16 1
+     %int_m2 = OpConstant %int -2
+    %uint_16 = OpConstant %uint 16
+          %a = OpSpecConstant %uint 3
+          %b = OpSpecConstant %int 7
+       %flag = OpSpecConstantFalse %bool
+     %narrow = OpSpecConstant %short 1
+       %kept = OpSpecConstant %uint 11
+         %10 = OpSpecConstantOp %uint IAdd %a %kept
+         %11 = OpSpecConstantOp %int SDiv %b %int_m2
+         %12 = OpSpecConstantOp %uint Select %flag %a %kept
+         %13 = OpSpecConstantOp %bool IEqual %a %uint_16
+         %14 = OpSpecConstantOp %int SConvert %narrow
+     %voidfn = OpTypeFunction %void
+       %main = OpFunction %void None %voidfn
+      %entry = OpLabel
+               OpReturn
+               OpFunctionEnd
+)";
+
+}  // namespace
+
+TEST_CASE("specialization freezes constants, folds their operations and drops SpecIds", "[specialize]") {
+  const std::vector<uint32_t> input = Assemble(kFoldModule);
+  coopmat::Specialization spec = Spec({{1, 16}, {2, static_cast<uint32_t>(-9)}, {3, 1}});
+  spec.values[4] = {0xfd, 0xff};  // int16 -3, two bytes as the app passes it
+  const coopmat::LowerResult result = coopmat::SpecializeModule(input, spec);
+  REQUIRE(result.ok);
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(CountSpecConstants(m) == 0);
+  CHECK_FALSE(passtest::HasDecoration(m, spv::Decoration::SpecId));
+  const Module before = passtest::ParseOrFail(input);
+  auto idOf = [&](spv::Op op, size_t nth) {
+    size_t seen = 0;
+    for (const Instruction& inst : before.globals)
+      if (inst.opcode == op && seen++ == nth) return inst.resultId;
+    return 0u;
+  };
+  const uint32_t a = idOf(spv::Op::OpSpecConstant, 0), b = idOf(spv::Op::OpSpecConstant, 1);
+  const uint32_t narrow = idOf(spv::Op::OpSpecConstant, 2), kept = idOf(spv::Op::OpSpecConstant, 3);
+  CHECK(ConstantWord(m, a) == 16);
+  CHECK(ConstantWord(m, b) == static_cast<uint32_t>(-9));
+  CHECK(ConstantWord(m, narrow) == 0xfffffffdu);  // narrow signed literals are sign-extended
+  CHECK(ConstantWord(m, kept) == 11);             // no entry: the default stands
+  CHECK(ConstantWord(m, idOf(spv::Op::OpSpecConstantOp, 0)) == 27);                          // 16 + 11
+  CHECK(ConstantWord(m, idOf(spv::Op::OpSpecConstantOp, 1)) == 4);                           // -9 / -2
+  CHECK(ConstantWord(m, idOf(spv::Op::OpSpecConstantOp, 2)) == 16);                          // flag ? a : kept
+  CHECK(ConstantWord(m, idOf(spv::Op::OpSpecConstantOp, 3)) == 1);                           // a == 16
+  CHECK(ConstantWord(m, idOf(spv::Op::OpSpecConstantOp, 4)) == static_cast<uint32_t>(-3));  // SConvert
+}
+
+TEST_CASE("specialized shapes are constants: the register path applies", "[specialize][register]") {
+  const auto lavapipe = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
+  for (const char* env : {"spirv1.3", "spirv1.6"}) {
+    INFO(env);
+    const std::vector<uint32_t> input = passtest::LoadShader("spec_dims", env);
+    coopmat::LowerOptions options;
+    options.layouts = lavapipe;
+    options.specializationPending = true;
+    const coopmat::LowerResult moduleTime = coopmat::LowerModule(input, options);
+    REQUIRE(moduleTime.ok);
+    CHECK(moduleTime.dependsOnSpecialization);
+    CHECK(moduleTime.stats.registerPath == 0);
+
+    options.specializationPending = false;
+    options.specialization = Spec({{0, 8}, {1, 8}, {2, 8}});
+    const coopmat::LowerResult pipelineTime = coopmat::LowerModule(input, options);
+    REQUIRE(pipelineTime.ok);
+    CHECK_FALSE(pipelineTime.dependsOnSpecialization);
+    CHECK(pipelineTime.stats.OpsLowered() == moduleTime.stats.OpsLowered());
+    CHECK(pipelineTime.stats.registerPath == pipelineTime.stats.OpsLowered());
+    CHECK(passtest::FindScratchVariable(passtest::ParseOrFail(pipelineTime.words)) == 0);
+    CHECK(coopmat::ValidateModule(pipelineTime.words).empty());
+
+    // A shape with no linear layout (24 x 8: not a power of two) stays portable, with a constant scratch size.
+    options.specialization = Spec({{0, 8}, {1, 24}, {2, 8}});
+    const coopmat::LowerResult other = coopmat::LowerModule(input, options);
+    REQUIRE(other.ok);
+    CHECK(other.stats.registerPath < other.stats.OpsLowered());
+    CHECK(other.stats.scratchBytesPerSubgroup > 0);  // a constant size now
+    CHECK(coopmat::ValidateModule(other.words).empty());
+  }
+}
+
+TEST_CASE("conversions between specialization-constant shapes and Uses", "[specialize]") {
+  const std::vector<uint32_t> input = passtest::LoadShader("spec_use", "spirv1.6");
+  coopmat::LowerOptions options;
+  // Module time without the pending mode: the Use (and TN == TK) cannot be known.
+  const coopmat::LowerResult strict = coopmat::LowerModule(input, options);
+  CHECK_FALSE(strict.ok);
+  CHECK_THAT(strict.error, ContainsSubstring("must have a constant Use (0, 1 or 2) once specialized"));
+
+  options.specializationPending = true;
+  const coopmat::LowerResult pending = coopmat::LowerModule(input, options);
+  REQUIRE(pending.ok);
+  CHECK(pending.dependsOnSpecialization);
+  CHECK(coopmat::ValidateModule(pending.words).empty());
+
+  options.specializationPending = false;
+  options.layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
+  options.AddMatrixProperties(8, 8, 8, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF32, coopmat::kTypeF32);
+  for (uint32_t use : {0u, 1u}) {  // Acc -> A or B: a conversion the layer lowers, in registers
+    INFO("Use " << use);
+    options.specialization = Spec({{7, use}});
+    const coopmat::LowerResult specialized = coopmat::LowerModule(input, options);
+    REQUIRE(specialized.ok);
+    CHECK(specialized.stats.convert == 1);
+    CHECK(specialized.stats.registerPath == 1);
+    CHECK(coopmat::ValidateModule(specialized.words).empty());
+  }
+  options.specialization = Spec({{7, 2}});  // Acc -> Acc: a plain KHR conversion, nothing to lower
+  const coopmat::LowerResult plain = coopmat::LowerModule(input, options);
+  REQUIRE(plain.ok);
+  CHECK(plain.stats.OpsLowered() == 0);
+  CHECK(coopmat::ValidateModule(plain.words).empty());
+
+  options.specialization = Spec({{5, 16}});  // TK = 16 != TN: refused, naming both shapes
+  const coopmat::LowerResult mismatch = coopmat::LowerModule(input, options);
+  CHECK_FALSE(mismatch.ok);
+  CHECK_THAT(mismatch.error, ContainsSubstring("Result dimensions 8x16 do not match the Matrix dimensions 8x8 once specialized"));
+
+  options.specialization = Spec({{7, 5}});  // not a Use at all
+  const coopmat::LowerResult badUse = coopmat::LowerModule(input, options);
+  CHECK_FALSE(badUse.ok);
+  CHECK_THAT(badUse.error, ContainsSubstring("must have a constant Use"));
+}
