@@ -261,6 +261,14 @@ VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device, const VkAllocationCall
   DeviceData* data = GetDeviceData(device);
   if (!data) return;
   PFN_vkDestroyDevice destroy = data->dispatch.DestroyDevice;
+  const uint64_t lowered = data->stageLowerings[static_cast<int>(CacheSource::Lowered)];
+  const uint64_t fromMemory = data->stageLowerings[static_cast<int>(CacheSource::Memory)];
+  const uint64_t fromDisk = data->stageLowerings[static_cast<int>(CacheSource::Disk)];
+  if (lowered + fromMemory + fromDisk)
+    Log(data->instance, LogLevel::Info,
+        "pipeline-time lowering on this device: " + std::to_string(lowered + fromMemory + fromDisk) + " stages, " +
+            std::to_string(lowered) + " lowered (" + std::to_string(data->stageLoweringMicroseconds.load()) + " us), " +
+            std::to_string(fromMemory) + " from the memory cache, " + std::to_string(fromDisk) + " from the disk cache");
   Devices().Erase(KeyOf(device));
   destroy(device, pAllocator);
 }

@@ -254,6 +254,8 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
         return entry;
       },
       source);
+  device.stageLowerings[static_cast<int>(source)].fetch_add(1, std::memory_order_relaxed);
+  device.stageLoweringMicroseconds.fetch_add(static_cast<uint64_t>(microseconds), std::memory_order_relaxed);
   if (!out.code->ok) {
     // The lowering logged the reason the first time; a cached failure says it again.
     if (source != CacheSource::Lowered)

@@ -6,6 +6,7 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -102,6 +103,10 @@ struct DeviceData {
   // driver and layer versions and lowerOptions.
   uint64_t optionsFingerprint = 0;
   std::unique_ptr<LoweringCache> loweringCache;
+  // Pipeline-time lowerings by where their code came from, and the time spent lowering
+  // (reported when the device is destroyed).
+  std::atomic<uint64_t> stageLowerings[3] = {0, 0, 0};  // indexed by CacheSource
+  std::atomic<uint64_t> stageLoweringMicroseconds{0};
 
   std::shared_mutex pendingModulesMutex;
   std::unordered_map<VkShaderModule, std::shared_ptr<const PendingModule>> pendingModules;
