@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <new>
 #include <optional>
 #include <type_traits>
 #include <string>
@@ -13,6 +15,7 @@
 #include "layer_names.h"
 #include "messages.h"
 #include "pnext_chain.h"
+#include "probe_features.h"
 #include "state.h"
 
 namespace coopmat::layer {
@@ -158,6 +161,79 @@ template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
   slot = reinterpret_cast<Fn>(data.dispatch.GetDeviceProcAddr(data.device, name));
 }
 
+// Layouts for the register path: from the cache or the probe. Best effort: anything
+// but a lost device falls back to the portable path.
+VkResult DiscoverDeviceLayouts(DeviceData& data, VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* createInfo,
+                               PFN_vkGetDeviceProcAddr nextGetDeviceProcAddr) {
+  const InstanceData& instance = *data.instance;
+  // The probe uses the app's queue before vkCreateDevice returns: nobody else can be
+  // using it yet, and it is idle again when the app first sees it.
+  const std::optional<uint32_t> family = ComputeQueueFamily(instance, physicalDevice, createInfo);
+  if (!instance.settings.layoutProbe || !family) return VK_SUCCESS;
+  const ProbeAllowance allowed = AllowedProbe(*createInfo, VK_MAKE_API_VERSION(0, 1, data.vulkanMinor, 0));
+  if (!allowed.any) {
+    Log(&instance, LogLevel::Info, std::string("layout probe skipped: the app did not enable ") + allowed.missing);
+    return VK_SUCCESS;
+  }
+  ProbeContext probe;
+  probe.device = data.device;
+  probe.physicalDevice = physicalDevice;
+  probe.queueFamily = *family;
+  probe.getDeviceProcAddr = nextGetDeviceProcAddr;
+  probe.setDeviceLoaderData = FindLoaderDataCallback(createInfo);
+  probe.float16Allowed = allowed.float16;
+  probe.int8Allowed = allowed.int8;
+  probe.fullSubgroupsFlag = allowed.fullSubgroupsFlag;
+  auto getQueue = reinterpret_cast<PFN_vkGetDeviceQueue>(nextGetDeviceProcAddr(data.device, "vkGetDeviceQueue"));
+  if (!getQueue) return VK_SUCCESS;
+  getQueue(data.device, *family, 0, &probe.queue);
+  if (!probe.queue || (probe.setDeviceLoaderData && probe.setDeviceLoaderData(data.device, probe.queue) != VK_SUCCESS))
+    return VK_SUCCESS;
+  bool deviceLost = false;
+  try {
+    data.layouts = DiscoverLayouts(data, probe, &deviceLost);
+  } catch (const std::exception& error) {
+    Log(&instance, LogLevel::Warning, std::string("layout probe: ") + error.what() + "; using the portable path");
+    data.layouts.clear();
+  }
+  return deviceLost ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
+}
+
+// Everything after the driver created the device: dispatch, options, layouts,
+// registration. Throws only what CreateDevice turns into a destroyed device.
+VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* pCreateInfo,
+                      PFN_vkGetDeviceProcAddr nextGetDeviceProcAddr, VkDevice device, std::unique_ptr<DeviceData> data) {
+  data->device = device;
+  data->dispatch.GetDeviceProcAddr = nextGetDeviceProcAddr;
+  DeviceDispatch& d = data->dispatch;
+  Load(*data, d.DestroyDevice, "vkDestroyDevice");
+  Load(*data, d.CreateShaderModule, "vkCreateShaderModule");
+  Load(*data, d.CreateComputePipelines, "vkCreateComputePipelines");
+  Load(*data, d.CreateGraphicsPipelines, "vkCreateGraphicsPipelines");
+  Load(*data, d.CreateShadersEXT, "vkCreateShadersEXT");
+  Load(*data, d.DestroyShaderModule, "vkDestroyShaderModule");
+  Load(*data, d.CreateRayTracingPipelinesKHR, "vkCreateRayTracingPipelinesKHR");
+  Load(*data, d.CreatePipelineBinariesKHR, "vkCreatePipelineBinariesKHR");
+  Load(*data, d.GetPipelineKeyKHR, "vkGetPipelineKeyKHR");
+  Load(*data, d.GetShaderModuleCreateInfoIdentifierEXT, "vkGetShaderModuleCreateInfoIdentifierEXT");
+  const uint32_t apiVersion = std::min(instance.apiVersion, data->physicalDevice.apiVersion);
+  data->vulkanMinor = VK_API_VERSION_MINOR(apiVersion);
+  if (data->emulating) {
+    Log(&instance, LogLevel::Info, "emulating VK_EXT_cooperative_matrix_maintenance1 on this device");
+    data->lowerOptions = LowerOptionsFor(instance, physicalDevice, data->physicalDevice, pCreateInfo);
+    if (VkResult r = DiscoverDeviceLayouts(*data, physicalDevice, pCreateInfo, nextGetDeviceProcAddr); r != VK_SUCCESS)
+      return r;
+    if (!instance.settings.portableOnly)
+      data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
+    data->lowerOptions.subgroupSizes = SupportedSubgroupSizes(data->physicalDevice);
+    data->optionsFingerprint = OptionsFingerprint(instance, physicalDevice, data->lowerOptions);
+    data->loweringCache = std::make_unique<LoweringCache>(
+        instance.settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path());
+  }
+  Devices().Insert(KeyOf(device), std::move(data));
+  return VK_SUCCESS;
+}
+
 }  // namespace
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* pCreateInfo,
@@ -212,48 +288,24 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   const VkResult result = nextCreateDevice(physicalDevice, &downInfo, pAllocator, pDevice);
   if (result != VK_SUCCESS) return result;
 
-  data->device = *pDevice;
-  data->dispatch.GetDeviceProcAddr = nextGetDeviceProcAddr;
-  DeviceDispatch& d = data->dispatch;
-  Load(*data, d.DestroyDevice, "vkDestroyDevice");
-  Load(*data, d.CreateShaderModule, "vkCreateShaderModule");
-  Load(*data, d.CreateComputePipelines, "vkCreateComputePipelines");
-  Load(*data, d.CreateGraphicsPipelines, "vkCreateGraphicsPipelines");
-  Load(*data, d.CreateShadersEXT, "vkCreateShadersEXT");
-  Load(*data, d.DestroyShaderModule, "vkDestroyShaderModule");
-  Load(*data, d.CreateRayTracingPipelinesKHR, "vkCreateRayTracingPipelinesKHR");
-  Load(*data, d.CreatePipelineBinariesKHR, "vkCreatePipelineBinariesKHR");
-  Load(*data, d.GetPipelineKeyKHR, "vkGetPipelineKeyKHR");
-  Load(*data, d.GetShaderModuleCreateInfoIdentifierEXT, "vkGetShaderModuleCreateInfoIdentifierEXT");
-  const uint32_t apiVersion = std::min(instance->apiVersion, data->physicalDevice.apiVersion);
-  data->vulkanMinor = VK_API_VERSION_MINOR(apiVersion);
-  if (data->emulating) {
-    Log(instance, LogLevel::Info, "emulating VK_EXT_cooperative_matrix_maintenance1 on this device");
-    data->lowerOptions = LowerOptionsFor(*instance, physicalDevice, data->physicalDevice, pCreateInfo);
-    // The probe uses the app's queue before vkCreateDevice returns: nobody else can be
-    // using it yet, and it is idle again when the app first sees it.
-    const std::optional<uint32_t> family = ComputeQueueFamily(*instance, physicalDevice, pCreateInfo);
-    if (instance->settings.layoutProbe && family) {
-      ProbeContext probe;
-      probe.device = *pDevice;
-      probe.physicalDevice = physicalDevice;
-      probe.queueFamily = *family;
-      probe.getDeviceProcAddr = nextGetDeviceProcAddr;
-      probe.setDeviceLoaderData = FindLoaderDataCallback(pCreateInfo);
-      auto getQueue = reinterpret_cast<PFN_vkGetDeviceQueue>(nextGetDeviceProcAddr(*pDevice, "vkGetDeviceQueue"));
-      getQueue(*pDevice, *family, 0, &probe.queue);
-      if (probe.queue && (!probe.setDeviceLoaderData || probe.setDeviceLoaderData(*pDevice, probe.queue) == VK_SUCCESS))
-        data->layouts = DiscoverLayouts(*data, probe);
-    }
-    if (!instance->settings.portableOnly)
-      data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
-    data->lowerOptions.subgroupSizes = SupportedSubgroupSizes(data->physicalDevice);
-    data->optionsFingerprint = OptionsFingerprint(*instance, physicalDevice, data->lowerOptions);
-    data->loweringCache = std::make_unique<LoweringCache>(
-        instance->settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path());
+  // From here on the driver's device exists: whatever fails or throws must destroy it.
+  const VkDevice device = *pDevice;
+  auto destroy = reinterpret_cast<PFN_vkDestroyDevice>(nextGetDeviceProcAddr(device, "vkDestroyDevice"));
+  VkResult finished = VK_ERROR_INITIALIZATION_FAILED;
+  try {
+    finished = FinishDevice(*instance, physicalDevice, pCreateInfo, nextGetDeviceProcAddr, device, std::move(data));
+  } catch (const std::bad_alloc&) {
+    finished = VK_ERROR_OUT_OF_HOST_MEMORY;
+  } catch (...) {
+    finished = VK_ERROR_INITIALIZATION_FAILED;
   }
-  Devices().Insert(KeyOf(*pDevice), std::move(data));
-  return VK_SUCCESS;
+  if (finished != VK_SUCCESS) {
+    Log(instance, LogLevel::Error, std::string("vkCreateDevice: the layer could not set up the device (") +
+                                       ResultName(finished) + "); destroying it");
+    if (destroy) destroy(device, pAllocator);
+    *pDevice = VK_NULL_HANDLE;
+  }
+  return finished;
 }
 
 VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device, const VkAllocationCallbacks* pAllocator) {

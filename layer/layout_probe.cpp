@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <sstream>
+#include <thread>
 
 #include "layout_probe_shaders.h"  // generated: kProbe<Type>[] SPIR-V words
 #include "messages.h"
@@ -27,15 +28,17 @@ constexpr const char* kCacheFormat = "coopmat-maintenance1 layouts v1";
 
 struct ProbeShader {
   uint32_t componentType;
-  std::span<const uint32_t> words;
+  std::span<const uint32_t> words13;  // SPIR-V 1.3, run with REQUIRE_FULL_SUBGROUPS
+  std::span<const uint32_t> words16;  // SPIR-V 1.6 (full subgroups implied)
   uint32_t bytes;          // element size in the code buffers
   uint32_t largestCode;    // largest coordinate the type holds exactly
 };
 
 const ProbeShader* ShaderFor(uint32_t componentType) {
   static const ProbeShader kShaders[] = {
-      {kTypeF16, kProbeF16, 2, 2048},  {kTypeF32, kProbeF32, 4, 1u << 24}, {kTypeU8, kProbeU8, 1, 255},
-      {kTypeS8, kProbeS8, 1, 127},     {kTypeU32, kProbeU32, 4, ~0u},      {kTypeS32, kProbeS32, 4, 0x7fffffffu},
+      {kTypeF16, kProbeF16_13, kProbeF16_16, 2, 2048},     {kTypeF32, kProbeF32_13, kProbeF32_16, 4, 1u << 24},
+      {kTypeU8, kProbeU8_13, kProbeU8_16, 1, 255},         {kTypeS8, kProbeS8_13, kProbeS8_16, 1, 127},
+      {kTypeU32, kProbeU32_13, kProbeU32_16, 4, ~0u},      {kTypeS32, kProbeS32_13, kProbeS32_16, 4, 0x7fffffffu},
   };
   for (const ProbeShader& s : kShaders) {
     if (s.componentType == componentType) return &s;
@@ -81,7 +84,7 @@ void EncodeCode(uint32_t componentType, uint32_t value, std::byte* out) {
   X(DestroyPipeline) X(CreateDescriptorPool) X(DestroyDescriptorPool) X(AllocateDescriptorSets)                 \
   X(UpdateDescriptorSets) X(CreateCommandPool) X(DestroyCommandPool) X(AllocateCommandBuffers)                  \
   X(BeginCommandBuffer) X(EndCommandBuffer) X(CmdBindPipeline) X(CmdBindDescriptorSets) X(CmdDispatch)          \
-  X(CreateFence) X(DestroyFence) X(WaitForFences) X(QueueSubmit)
+  X(CreateFence) X(DestroyFence) X(WaitForFences) X(QueueSubmit) X(QueueWaitIdle) X(CmdPipelineBarrier)
 
 struct Functions {
 #define COOPMAT_PROBE_DECLARE(name) PFN_vk##name name = nullptr;
@@ -106,6 +109,8 @@ class ProbeRun {
       : context_(context), vk_(vk), instance_(instance) {}
   ~ProbeRun() {
     VkDevice d = context_.device;
+    // Nothing is destroyed while the GPU may still use it (a timed-out wait).
+    if (inFlight_) vk_.QueueWaitIdle(context_.queue);
     if (fence_) vk_.DestroyFence(d, fence_, nullptr);
     if (commandPool_) vk_.DestroyCommandPool(d, commandPool_, nullptr);
     if (descriptorPool_) vk_.DestroyDescriptorPool(d, descriptorPool_, nullptr);
@@ -120,24 +125,33 @@ class ProbeRun {
   }
 
   // Returns the observed (row, col) per slot, or an error message.
+  // deviceLost is set when the device was lost: the caller must fail vkCreateDevice.
+  bool DeviceLost() const { return deviceLost_; }
+
   std::optional<std::vector<Coord>> Run(const LayoutKey& key, const ProbeShader& shader, std::string& error) {
-    const uint32_t elements = key.rows * key.cols;
-    // At most every invocation holds every element.
-    const uint32_t observedWords = 2 * key.subgroupSize * elements;
+    const uint64_t elements = uint64_t{key.rows} * key.cols;
+    // At most every invocation holds every element. Absurd shapes from a driver are
+    // refused before any size wraps (review finding 24).
+    const uint64_t observedWords = 2 * uint64_t{key.subgroupSize} * elements;
+    if (key.rows == 0 || key.cols == 0 || key.subgroupSize == 0 || observedWords > (uint64_t{1} << 26))
+      return Fail(error, "the shape is too large to probe");
     void* rowCodes = NewBuffer(elements * shader.bytes);
     void* colCodes = NewBuffer(elements * shader.bytes);
     auto* observed = static_cast<uint32_t*>(NewBuffer(observedWords * 4));
     if (!rowCodes || !colCodes || !observed) return Fail(error, "cannot allocate host-visible buffers");
     for (uint32_t r = 0; r < key.rows; ++r) {
       for (uint32_t c = 0; c < key.cols; ++c) {
-        const size_t offset = static_cast<size_t>(r * key.cols + c) * shader.bytes;
+        const size_t offset = (size_t{r} * key.cols + c) * shader.bytes;
         EncodeCode(key.componentType, r, static_cast<std::byte*>(rowCodes) + offset);
         EncodeCode(key.componentType, c, static_cast<std::byte*>(colCodes) + offset);
       }
     }
     std::fill(observed, observed + observedWords, kUnwritten);
     if (!BuildPipeline(key, shader)) return Fail(error, "cannot create the probe pipeline");
-    if (!Dispatch()) return Fail(error, "the probe dispatch failed or timed out");
+    if (const VkResult result = Dispatch(); result != VK_SUCCESS) {
+      deviceLost_ = result == VK_ERROR_DEVICE_LOST;
+      return Fail(error, std::string("the probe dispatch failed (") + ResultName(result) + ")");
+    }
 
     uint32_t written = 0;
     while (written < observedWords / 2 && observed[2 * written] != kUnwritten) ++written;
@@ -197,8 +211,9 @@ class ProbeRun {
   bool BuildPipeline(const LayoutKey& key, const ProbeShader& shader) {
     VkDevice d = context_.device;
     VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-    moduleInfo.codeSize = shader.words.size_bytes();
-    moduleInfo.pCode = shader.words.data();
+    const std::span<const uint32_t> words = context_.fullSubgroupsFlag ? shader.words13 : shader.words16;
+    moduleInfo.codeSize = words.size_bytes();
+    moduleInfo.pCode = words.data();
     if (vk_.CreateShaderModule(d, &moduleInfo, nullptr, &module_) != VK_SUCCESS) return false;
 
     VkDescriptorSetLayoutBinding bindings[3];
@@ -220,6 +235,7 @@ class ProbeRun {
     VkComputePipelineCreateInfo pipelineInfo{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     pipelineInfo.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    if (context_.fullSubgroupsFlag) pipelineInfo.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     pipelineInfo.stage.module = module_;
     pipelineInfo.stage.pName = "main";
     pipelineInfo.stage.pSpecializationInfo = &specialization;
@@ -253,34 +269,50 @@ class ProbeRun {
     return true;
   }
 
-  bool Dispatch() {
+  VkResult Dispatch() {
     VkDevice d = context_.device;
     VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
     poolInfo.queueFamilyIndex = context_.queueFamily;
-    if (vk_.CreateCommandPool(d, &poolInfo, nullptr, &commandPool_) != VK_SUCCESS) return false;
+    if (VkResult r = vk_.CreateCommandPool(d, &poolInfo, nullptr, &commandPool_); r != VK_SUCCESS) return r;
     VkCommandBufferAllocateInfo allocate{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
     allocate.commandPool = commandPool_;
     allocate.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     allocate.commandBufferCount = 1;
     VkCommandBuffer commands = VK_NULL_HANDLE;
-    if (vk_.AllocateCommandBuffers(d, &allocate, &commands) != VK_SUCCESS) return false;
+    if (VkResult r = vk_.AllocateCommandBuffers(d, &allocate, &commands); r != VK_SUCCESS) return r;
     // A dispatchable object made below the loader's trampoline needs the loader's dispatch pointer.
-    if (context_.setDeviceLoaderData && context_.setDeviceLoaderData(d, commands) != VK_SUCCESS) return false;
+    if (context_.setDeviceLoaderData)
+      if (VkResult r = context_.setDeviceLoaderData(d, commands); r != VK_SUCCESS) return r;
     VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    if (vk_.BeginCommandBuffer(commands, &begin) != VK_SUCCESS) return false;
+    if (VkResult r = vk_.BeginCommandBuffer(commands, &begin); r != VK_SUCCESS) return r;
     vk_.CmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
     vk_.CmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, pipelineLayout_, 0, 1, &set_, 0, nullptr);
     vk_.CmdDispatch(commands, 1, 1, 1);
-    if (vk_.EndCommandBuffer(commands) != VK_SUCCESS) return false;
+    // A fence wait does not make device writes visible to the host: this barrier does.
+    VkMemoryBarrier toHost{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    toHost.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    toHost.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk_.CmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &toHost, 0,
+                           nullptr, 0, nullptr);
+    if (VkResult r = vk_.EndCommandBuffer(commands); r != VK_SUCCESS) return r;
     VkFenceCreateInfo fenceInfo{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if (vk_.CreateFence(d, &fenceInfo, nullptr, &fence_) != VK_SUCCESS) return false;
+    if (VkResult r = vk_.CreateFence(d, &fenceInfo, nullptr, &fence_); r != VK_SUCCESS) return r;
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &commands;
-    if (vk_.QueueSubmit(context_.queue, 1, &submit, fence_) != VK_SUCCESS) return false;
+    if (VkResult r = vk_.QueueSubmit(context_.queue, 1, &submit, fence_); r != VK_SUCCESS) return r;
+    inFlight_ = true;
     constexpr uint64_t kTimeoutNs = 10'000'000'000ull;
-    return vk_.WaitForFences(d, 1, &fence_, VK_TRUE, kTimeoutNs) == VK_SUCCESS;
+    VkResult waited = vk_.WaitForFences(d, 1, &fence_, VK_TRUE, kTimeoutNs);
+    if (waited == VK_TIMEOUT) {
+      // Too slow to trust, but it must finish before anything it uses is freed.
+      const VkResult idle = vk_.QueueWaitIdle(context_.queue);
+      if (idle == VK_SUCCESS) inFlight_ = false;
+      return idle == VK_ERROR_DEVICE_LOST ? idle : VK_TIMEOUT;
+    }
+    if (waited == VK_SUCCESS || waited == VK_ERROR_DEVICE_LOST) inFlight_ = false;
+    return waited;
   }
 
   const ProbeContext& context_;
@@ -295,6 +327,8 @@ class ProbeRun {
   VkDescriptorSet set_ = VK_NULL_HANDLE;
   VkCommandPool commandPool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
+  bool inFlight_ = false;
+  bool deviceLost_ = false;
 };
 
 // Every (type, use, shape) the driver's KHR list names, at the default subgroup size.
@@ -366,7 +400,9 @@ bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayou
                 const std::vector<std::string>& notes) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(getpid());
+  // Unique per process and thread: two devices may be created at once.
+  const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(getpid()) + "." +
+                                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << "# " << kCacheFormat << "\n";
@@ -386,7 +422,7 @@ std::optional<DriverFamily> KnownFamily(VkDriverId driverId) {
 
 }  // namespace
 
-std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context) {
+std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost) {
   const InstanceData& instance = *device.instance;
   const DeviceIdentity identity = Identify(instance, context.physicalDevice);
   const std::filesystem::path directory = CacheDirectory();
@@ -407,9 +443,15 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   const uint32_t subgroupSize = device.physicalDevice.subgroupSize;
   std::vector<LinearLayout> layouts;
   std::vector<std::string> notes;
+  bool complete = true;  // a probe limited by the app's features is not cached for other apps
   const std::optional<DriverFamily> family = KnownFamily(identity.driverId);
   for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, subgroupSize)) {
     const ProbeShader* shader = ShaderFor(key.componentType);
+    if (shader && !context.TypeAllowed(key.componentType)) {
+      notes.push_back("not probed: " + ToString(key) + " (the app did not enable the features its probe needs)");
+      complete = false;
+      continue;
+    }
     if (!shader || std::max(key.rows, key.cols) - 1 > shader->largestCode) {
       notes.push_back("not probed: " + ToString(key) + " (no probe for this type or shape)");
       continue;
@@ -417,6 +459,11 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
     std::string error;
     ProbeRun run(context, vk, instance);
     const std::optional<std::vector<Coord>> observed = run.Run(key, *shader, error);
+    if (run.DeviceLost()) {
+      Log(&instance, LogLevel::Error, "layout probe: " + ToString(key) + ": the device was lost");
+      *deviceLost = true;
+      return {};
+    }
     FitResult fit;
     if (observed) fit = FitLinearLayout(key, *observed);
     if (!observed || !fit.ok) {
@@ -436,7 +483,7 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
     Log(&instance, LogLevel::Info, "layout: " + FormatLayout(fit.layout));
     layouts.push_back(fit.layout);
   }
-  if (!cachePath.empty() && !WriteCache(cachePath, layouts, notes))
+  if (!cachePath.empty() && complete && !WriteCache(cachePath, layouts, notes))
     Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
   return layouts;
 }

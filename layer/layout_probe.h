@@ -23,12 +23,23 @@ struct ProbeContext {
   uint32_t queueFamily = 0;
   PFN_vkGetDeviceProcAddr getDeviceProcAddr = nullptr;
   PFN_vkSetDeviceLoaderData setDeviceLoaderData = nullptr;  // dispatchable objects the layer makes
+  // What the app enabled (probe_features.h): the types whose probe modules the
+  // device accepts, and how full subgroups are required.
+  bool float16Allowed = false;
+  bool int8Allowed = false;
+  bool fullSubgroupsFlag = false;  // REQUIRE_FULL_SUBGROUPS on the 1.3 module; else the 1.6 module
+  bool TypeAllowed(uint32_t componentType) const {
+    if (componentType == VK_COMPONENT_TYPE_FLOAT16_KHR) return float16Allowed;
+    if (componentType == VK_COMPONENT_TYPE_UINT8_KHR || componentType == VK_COMPONENT_TYPE_SINT8_KHR) return int8Allowed;
+    return true;
+  }
 };
 
 // Discovers (or loads from the cache) the layouts of every KHR-listed type at the
 // device's default subgroup size. Logs what it finds, compares with the built-in
 // table of a known driver, and returns only layouts that fitted.
-std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context);
+// Sets *deviceLost when the device was lost while probing (vkCreateDevice then fails).
+std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost);
 
 // The layouts the register path may rely on: the probed ones and, when the app
 // enabled NV flexible dimensions on a known driver whose probed layouts all agree

@@ -1,6 +1,8 @@
 // The shared Workgroup scratch: one uint array sliced per subgroup, the builtins
 // that index it, the barriers around every use, and its final declaration.
 #include <algorithm>
+#include <limits>
+#include <unordered_map>
 
 #include "lowering.h"
 
@@ -37,6 +39,62 @@ void AddToInterface(ir::Instruction& entry, uint32_t variable) {
   for (size_t i = start; i < entry.operands.size(); ++i)
     if (entry.operands[i] == variable) return;
   entry.operands.push_back(variable);
+}
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) { return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max() : a + b; }
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  return b && a > std::numeric_limits<uint64_t>::max() / b ? std::numeric_limits<uint64_t>::max() : a * b;
+}
+
+// Byte size of every type in declaration order (0 for the kinds that hold no sized
+// data here: pointers, runtime arrays, opaque types). One forward pass, no
+// recursion: a type that names itself or a later type (invalid SPIR-V the parser
+// lets through) is refused instead of recursed into, and nesting depth costs nothing.
+std::unordered_map<uint32_t, uint64_t> TypeSizes(const ir::Module& m, const TypeManager& t) {
+  std::unordered_map<uint32_t, uint64_t> sizes;
+  auto member = [&](const ir::Instruction& type, uint32_t id) {
+    auto it = sizes.find(id);
+    if (it == sizes.end())
+      Fail(std::string(spv::OpToString(type.opcode)) + " %" + std::to_string(type.resultId) + ": operand %" + std::to_string(id) +
+           " is not a type declared before it");
+    return it->second;
+  };
+  for (const ir::Instruction& g : m.globals) {
+    const bool isType = (g.opcode >= spv::Op::OpTypeVoid && g.opcode <= spv::Op::OpTypeForwardPointer) ||
+                        g.opcode == spv::Op::OpTypeCooperativeMatrixKHR;
+    if (!isType || !g.resultId) continue;
+    uint64_t size = 0;
+    switch (g.opcode) {
+      case spv::Op::OpTypeInt:
+      case spv::Op::OpTypeFloat: size = g.Operand(0) / 8; break;
+      case spv::Op::OpTypeBool: size = 4; break;
+      case spv::Op::OpTypeVector:
+      case spv::Op::OpTypeMatrix: size = SaturatingMul(member(g, g.Operand(0)), g.Operand(1)); break;
+      case spv::Op::OpTypeArray: {
+        const uint64_t element = member(g, g.Operand(0));
+        auto n = t.ConstantValue(g.Operand(1));
+        size = n ? SaturatingMul(element, *n) : 0;
+        break;
+      }
+      case spv::Op::OpTypeStruct:
+        for (uint32_t id : g.operands) size = SaturatingAdd(size, member(g, id));
+        break;
+      default: break;
+    }
+    sizes[g.resultId] = size;
+  }
+  return sizes;
+}
+
+// LocalSize x*y*z, refused when it does not fit 32 bits (it would wrap to a small or
+// zero scratch and bypass the shared-memory limit).
+uint32_t LocalSizeInvocations(const ir::Instruction& entry, const ir::Instruction& mode) {
+  const uint64_t invocations = uint64_t{mode.Operand(2)} * mode.Operand(3) * mode.Operand(4);
+  if (invocations == 0 || invocations > std::numeric_limits<uint32_t>::max())
+    Fail("entry point %" + std::to_string(entry.Operand(1)) + ": LocalSize " + std::to_string(mode.Operand(2)) + " " +
+         std::to_string(mode.Operand(3)) + " " + std::to_string(mode.Operand(4)) + " gives " + std::to_string(invocations) +
+         " invocations (must be 1 to 2^32-1)");
+  return static_cast<uint32_t>(invocations);
 }
 
 }  // namespace
@@ -349,7 +407,7 @@ void Scratch::Finalize() {
       for (const ir::Instruction& mode : m.executionModes) {
         if (mode.Operand(0) != entry.Operand(1) || mode.operands.size() != 5) continue;
         if (mode.opcode == spv::Op::OpExecutionMode && mode.operands[1] == static_cast<uint32_t>(spv::ExecutionMode::LocalSize)) {
-          mergeInvocations(t.UintConstant(mode.operands[2] * mode.operands[3] * mode.operands[4]));
+          mergeInvocations(t.UintConstant(LocalSizeInvocations(entry, mode)));
           found = true;
         } else if (mode.opcode == spv::Op::OpExecutionModeId &&
                    mode.operands[1] == static_cast<uint32_t>(spv::ExecutionMode::LocalSizeId)) {
@@ -366,6 +424,8 @@ void Scratch::Finalize() {
                                    {t.SpecOp(t.Uint(), spv::Op::OpIAdd, {invocations, t.UintConstant(minSubgroup - 1)}),
                                     t.UintConstant(minSubgroup)});
   const uint32_t length = t.SpecOp(t.Uint(), spv::Op::OpIMul, {slices, words});
+  if (auto constantLength = t.ConstantValue(length); constantLength && *constantLength == 0)
+    Fail("the Workgroup scratch would have 0 words (a workgroup of 0 invocations?)");
 
   // The words-per-slice id the functions already reference.
   const ir::Instruction* wordsDef = t.GlobalDef(words);
@@ -383,37 +443,16 @@ void Scratch::Finalize() {
 
   if (auto w = t.ConstantValue(words)) context_.stats.scratchBytesPerSubgroup = *w * 4;
   if (auto total = t.ConstantValue(length); total && context_.options.maxSharedMemoryBytes) {
-    // The module's own Workgroup variables, when their sizes are constant.
-    std::function<uint64_t(uint32_t)> sizeOf = [&](uint32_t type) -> uint64_t {
-      const ir::Instruction* def = t.GlobalDef(type);
-      if (!def) return 0;
-      switch (def->opcode) {
-        case spv::Op::OpTypeInt:
-        case spv::Op::OpTypeFloat: return def->Operand(0) / 8;
-        case spv::Op::OpTypeBool: return 4;
-        case spv::Op::OpTypeVector:
-        case spv::Op::OpTypeMatrix: return sizeOf(def->Operand(0)) * def->Operand(1);
-        case spv::Op::OpTypeArray: {
-          auto n = t.ConstantValue(def->Operand(1));
-          return n ? sizeOf(def->Operand(0)) * *n : 0;
-        }
-        case spv::Op::OpTypeStruct: {
-          uint64_t sum = 0;
-          for (uint32_t member : def->operands) sum += sizeOf(member);
-          return sum;
-        }
-        default: return 0;
-      }
-    };
+    const std::unordered_map<uint32_t, uint64_t> sizes = TypeSizes(m, t);
     uint64_t own = 0;
     for (const ir::Instruction& g : m.globals)
       if (g.opcode == spv::Op::OpVariable && g.resultId != variable_ &&
           g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup)) {
         const ir::Instruction* p = t.GlobalDef(g.typeId);
-        if (p) own += sizeOf(p->Operand(1));
+        if (auto size = p ? sizes.find(p->Operand(1)) : sizes.end(); size != sizes.end()) own = SaturatingAdd(own, size->second);
       }
     const uint64_t ours = uint64_t{*total} * 4;
-    if (own + ours > context_.options.maxSharedMemoryBytes)
+    if (SaturatingAdd(own, ours) > context_.options.maxSharedMemoryBytes)
       Fail("the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" + std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) +
            " subgroup slices of " + std::to_string(*t.ConstantValue(words) * 4) + " bytes) on top of the module's own " +
            std::to_string(own) + " bytes, more than maxSharedMemoryBytes " + std::to_string(context_.options.maxSharedMemoryBytes));

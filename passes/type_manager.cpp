@@ -101,8 +101,13 @@ uint32_t TypeManager::SpecOp(uint32_t type, spv::Op op, const std::vector<uint32
   if (values.size() == operands.size() && values.size() == 2 && type == Uint()) {
     const uint32_t a = values[0], b = values[1];
     switch (op) {
-      case spv::Op::OpIAdd: return UintConstant(a + b);
-      case spv::Op::OpIMul: return UintConstant(a * b);
+      // Sizes folded here must not wrap: a wrapped size is a too-small array.
+      case spv::Op::OpIAdd:
+        if (uint64_t{a} + b > UINT32_MAX) Fail("a size computation overflows 32 bits (" + std::to_string(a) + " + " + std::to_string(b) + ")");
+        return UintConstant(a + b);
+      case spv::Op::OpIMul:
+        if (uint64_t{a} * b > UINT32_MAX) Fail("a size computation overflows 32 bits (" + std::to_string(a) + " * " + std::to_string(b) + ")");
+        return UintConstant(a * b);
       case spv::Op::OpUDiv: return UintConstant(b ? a / b : 0);
       default: break;
     }

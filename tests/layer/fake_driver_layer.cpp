@@ -7,6 +7,7 @@
 //                              Properties2 with one 16x16x16 f16 entry
 //   FAKE_DRIVER_KHR_FAILS=1    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR fails
 //   FAKE_DRIVER_RECORD=<file>  append (pCode address, word count, words) per module
+// and the faults and object accounting of fake_driver_faults.h.
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
@@ -16,6 +17,8 @@
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "fake_driver_faults.h"
 
 namespace {
 
@@ -100,6 +103,10 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice pd, VkPhy
 VKAPI_ATTR VkResult VKAPI_CALL GetCoopmatPropertiesKHR(VkPhysicalDevice pd, uint32_t* count,
                                                        VkCooperativeMatrixPropertiesKHR* props) {
   if (Env("FAKE_DRIVER_KHR_FAILS")) return VK_ERROR_OUT_OF_HOST_MEMORY;
+  if (Env("FAKE_DRIVER_KHR_HUGE") && !props) {
+    *count = 0x7fffffff;
+    return VK_SUCCESS;
+  }
   return InstanceFn<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
       pd, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")(pd, count, props);
 }
@@ -135,12 +142,14 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   VkDeviceCreateInfo copy = *info;
   copy.enabledExtensionCount = static_cast<uint32_t>(names.size());
   copy.ppEnabledExtensionNames = names.data();
+  if (VkResult fault = FakeFault("CreateDevice"); fault != VK_SUCCESS) return fault;
   auto create = reinterpret_cast<PFN_vkCreateDevice>(gipa(InstanceNext(pd).instance, "vkCreateDevice"));
   VkResult r = create(pd, &copy, alloc, out);
   if (r == VK_SUCCESS) {
     std::lock_guard lock(gMutex);
     gDevices[Key(*out)] = {gipa, gdpa, VK_NULL_HANDLE};
   }
+  if (r == VK_SUCCESS) FakeDeviceCreated(*out, gdpa);
   return r;
 }
 
@@ -162,8 +171,11 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
       std::fclose(f);
     }
   }
+  if (VkResult fault = FakeFault("CreateShaderModule"); fault != VK_SUCCESS) return fault;
   auto next = reinterpret_cast<PFN_vkCreateShaderModule>(n.gdpa(device, "vkCreateShaderModule"));
-  return next(device, info, alloc, out);
+  const VkResult r = next(device, info, alloc, out);
+  if (r == VK_SUCCESS) FakeCountObject(1);
+  return r;
 }
 
 PFN_vkVoidFunction GetDeviceProcAddr(VkDevice device, const char* name);
@@ -192,6 +204,7 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name) {
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
   if (std::strcmp(name, "vkCreateShaderModule") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule);
+  if (PFN_vkVoidFunction wrapped = FakeDeviceFunction(name)) return wrapped;
   Next n;
   {
     std::lock_guard lock(gMutex);

@@ -1,0 +1,26 @@
+// Fault injection and object accounting for the fake driver layer.
+//   FAKE_DRIVER_FAIL=<Name>:<n>:<VkResult>   the n-th call (1-based, counted from when the
+//       variable last changed) of vk<Name> returns the result without calling down.
+//       WaitForFences:<n>:2 (VK_TIMEOUT) returns the timeout after the real wait, and
+//       the submitted work then counts as in flight until QueueWaitIdle/DeviceWaitIdle.
+//   FAKE_DRIVER_KHR_HUGE=1  the KHR properties query reports 2^31-1 entries.
+// Every create/allocate that succeeded and every destroy/free is counted per device;
+// destroying an object while submitted work is in flight is counted as a violation.
+// Tests read the counts through FakeDriverStats() (dlopen RTLD_NOLOAD + dlsym).
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+struct FakeDriverStatsData {
+  long liveObjects;        // buffers, memory, modules, layouts, pipelines, pools, fences, ...
+  long liveDevices;
+  long destroyedInFlight;  // objects destroyed or freed while work was in flight
+  long faultsInjected;
+};
+
+// Returns the device-level wrapper for name, or null when the fake does not wrap it.
+PFN_vkVoidFunction FakeDeviceFunction(const char* name);
+// The fault for name, if FAKE_DRIVER_FAIL selects this call; VK_SUCCESS otherwise.
+VkResult FakeFault(const char* name);
+void FakeCountObject(long delta);
+void FakeDeviceCreated(VkDevice device, PFN_vkGetDeviceProcAddr next);

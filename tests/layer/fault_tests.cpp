@@ -1,0 +1,173 @@
+// Driver faults through the real loader: the fake driver layer (fake_driver_faults.h)
+// fails one call of the layout probe or of shader creation, times out a fence, or
+// loses the device. The layer must return the right VkResult, leak nothing, and never
+// destroy anything the GPU may still be using. [malformed] cases run under ASan/LSan too.
+#include <catch2/catch_test_macros.hpp>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "../layer/fake_driver_faults.h"
+#include "layer_test_util.h"
+#include "vk_context.h"
+
+using namespace cmtest;
+using namespace layertest;
+
+namespace {
+
+// The fake driver's counters (the loader loaded it; dlopen finds the same copy).
+FakeDriverStatsData Stats() {
+  void* library = dlopen(COOPMAT_FAKE_LAYER_DIR "/libVkLayer_COOPMAT_TEST_fake_driver.so", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(library);
+  auto stats = reinterpret_cast<const FakeDriverStatsData* (*)()>(dlsym(library, "FakeDriverStats"));
+  REQUIRE(stats);
+  const FakeDriverStatsData copy = *stats();
+  dlclose(library);
+  return copy;
+}
+
+// A fresh cache for every device, so the probe runs every time.
+std::string FreshCache(const std::string& tag) {
+  const auto dir = std::filesystem::temp_directory_path() / ("coopmat-fault-" + std::to_string(getpid()) + "-" + tag);
+  std::filesystem::remove_all(dir);
+  return dir.string();
+}
+
+struct Outcome {
+  VkResult result;
+  FakeDriverStatsData before, after;  // after: once the device (if any) is destroyed
+};
+
+// Creates (and destroys) one device with `fault` armed during vkCreateDevice.
+Outcome CreateWithFault(const Instance& instance, const std::string& fault) {
+  const std::string cache = FreshCache("device");
+  ScopedEnv cacheHome("XDG_CACHE_HOME", cache);
+  Outcome outcome{};
+  outcome.before = Stats();
+  {
+    ScopedEnv armed("FAKE_DRIVER_FAIL", fault);
+    Device device(instance);
+    outcome.result = device.createResult();
+  }
+  outcome.after = Stats();
+  std::filesystem::remove_all(cache);
+  return outcome;
+}
+
+void CheckClean(const Outcome& o) {
+  CHECK(o.after.liveObjects == o.before.liveObjects);
+  CHECK(o.after.liveDevices == o.before.liveDevices);
+  CHECK(o.after.destroyedInFlight == o.before.destroyedInFlight);
+}
+
+InstanceOptions WithFakeDriver() {
+  InstanceOptions options;
+  options.layersBelow = {"VK_LAYER_COOPMAT_TEST_fake_driver"};
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("faults: every call of the layout probe may fail; the device is still created and nothing leaks",
+          "[layer][faults][malformed]") {
+  auto path = FakeDriverOnPath();
+  Instance instance(WithFakeDriver());
+  REQUIRE(instance.ok());
+  const Outcome clean = CreateWithFault(instance, "");
+  REQUIRE(clean.result == VK_SUCCESS);
+  CheckClean(clean);
+  for (const char* call : {"CreateBuffer", "AllocateMemory", "MapMemory", "BindBufferMemory", "CreateShaderModule",
+                           "CreateDescriptorSetLayout", "CreatePipelineLayout", "CreateComputePipelines",
+                           "CreateDescriptorPool", "AllocateDescriptorSets", "CreateCommandPool", "AllocateCommandBuffers",
+                           "BeginCommandBuffer", "EndCommandBuffer", "CreateFence", "QueueSubmit"}) {
+    // The first call, or the second (another type's probe), with either out-of-memory result.
+    const int variant = static_cast<int>(std::string(call).size() % 2);
+    const VkResult error = variant ? VK_ERROR_OUT_OF_HOST_MEMORY : VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    const std::string fault = std::string(call) + ":" + std::to_string(1 + variant) + ":" + std::to_string(error);
+    INFO(fault);
+    const Outcome o = CreateWithFault(instance, fault);
+    CHECK(o.after.faultsInjected == o.before.faultsInjected + 1);  // the probe did make that call
+    CHECK(o.result == VK_SUCCESS);  // a failed probe only costs the register path
+    CheckClean(o);
+  }
+}
+
+TEST_CASE("faults: a probe fence that times out is waited for before anything is destroyed", "[layer][faults][malformed]") {
+  auto path = FakeDriverOnPath();
+  Instance instance(WithFakeDriver());
+  REQUIRE(instance.ok());
+  const Outcome o = CreateWithFault(instance, "WaitForFences:1:" + std::to_string(VK_TIMEOUT));
+  CHECK(o.after.faultsInjected == o.before.faultsInjected + 1);
+  CHECK(o.result == VK_SUCCESS);
+  CheckClean(o);
+}
+
+TEST_CASE("faults: a device lost while probing fails vkCreateDevice and destroys the device", "[layer][faults][malformed]") {
+  auto path = FakeDriverOnPath();
+  Instance instance(WithFakeDriver());
+  REQUIRE(instance.ok());
+  for (const std::string& fault : {"QueueSubmit:1:" + std::to_string(VK_ERROR_DEVICE_LOST),
+                                  "WaitForFences:1:" + std::to_string(VK_ERROR_DEVICE_LOST)}) {
+    INFO(fault);
+    const Outcome o = CreateWithFault(instance, fault);
+    CHECK(o.result == VK_ERROR_DEVICE_LOST);
+    CheckClean(o);
+  }
+}
+
+TEST_CASE("faults: the driver's own vkCreateDevice error comes back unchanged", "[layer][faults][malformed]") {
+  auto path = FakeDriverOnPath();
+  Instance instance(WithFakeDriver());
+  REQUIRE(instance.ok());
+  for (VkResult error : {VK_ERROR_OUT_OF_HOST_MEMORY, VK_ERROR_OUT_OF_DEVICE_MEMORY, VK_ERROR_DEVICE_LOST}) {
+    const Outcome o = CreateWithFault(instance, "CreateDevice:1:" + std::to_string(error));
+    CHECK(o.result == error);
+    CheckClean(o);
+  }
+}
+
+TEST_CASE("faults: a failed driver vkCreateShaderModule returns its result for lowered modules too",
+          "[layer][faults][malformed]") {
+  auto path = FakeDriverOnPath();
+  Instance instance(WithFakeDriver());
+  REQUIRE(instance.ok());
+  const FakeDriverStatsData before = Stats();
+  {
+    Device device(instance);
+    REQUIRE(device.ok());
+    const std::vector<uint32_t> words = ReadSpirv(std::string(COOPMAT_LAYER_SHADER_DIR) + "/get_coordinate.spirv1.6.spv");
+    REQUIRE(!words.empty());
+    VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    info.codeSize = words.size() * 4;
+    info.pCode = words.data();
+    for (VkResult error : {VK_ERROR_OUT_OF_HOST_MEMORY, VK_ERROR_OUT_OF_DEVICE_MEMORY}) {
+      ScopedEnv armed("FAKE_DRIVER_FAIL", "CreateShaderModule:1:" + std::to_string(error));
+      VkShaderModule module = VK_NULL_HANDLE;
+      CHECK(vkCreateShaderModule(device.handle(), &info, nullptr, &module) == error);
+      CHECK(module == VK_NULL_HANDLE);
+    }
+    VkShaderModule module = VK_NULL_HANDLE;
+    REQUIRE(vkCreateShaderModule(device.handle(), &info, nullptr, &module) == VK_SUCCESS);
+    vkDestroyShaderModule(device.handle(), module, nullptr);
+  }
+  const FakeDriverStatsData after = Stats();
+  CHECK(after.liveObjects == before.liveObjects);
+  CHECK(after.liveDevices == before.liveDevices);
+}
+
+// Review finding 8: anything that throws after the driver created the device (here a
+// driver that reports 2^31-1 KHR entries) must not leak the driver's device.
+TEST_CASE("review 8: a failure after the driver created the device destroys it", "[layer][faults]") {
+  auto path = FakeDriverOnPath();
+  ScopedEnv huge("FAKE_DRIVER_KHR_HUGE", "1");
+  Instance instance(WithFakeDriver());
+  REQUIRE(instance.ok());
+  const Outcome o = CreateWithFault(instance, "");
+  CHECK(o.result == VK_ERROR_OUT_OF_HOST_MEMORY);
+  CheckClean(o);
+}

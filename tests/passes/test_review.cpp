@@ -1,0 +1,123 @@
+// Regression tests for the findings of the code review of 901d75a
+// (../shared/reference/review-901d75a.md): each case is the review's reproduction,
+// assembled from text (a test shader disassembled and edited, or written out).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <spirv-tools/libspirv.hpp>
+
+#include <stdexcept>
+
+#include "coopmat/lower.h"
+#include "test_support.h"
+
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+std::string Disassemble(const std::vector<uint32_t>& words) {
+  spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
+  std::string text;
+  if (!tools.Disassemble(words, &text, SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_NO_HEADER))
+    throw std::runtime_error("cannot disassemble");
+  return text;
+}
+
+std::vector<uint32_t> Assemble(const std::string& text) {
+  spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
+  std::string messages;
+  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&, const char* m) { messages += m; });
+  std::vector<uint32_t> words;
+  if (!tools.Assemble(text, &words)) throw std::runtime_error("cannot assemble: " + messages);
+  return words;
+}
+
+// The test shader `name` as text with `after` followed by `insert` (after must occur).
+std::string Edited(const std::string& name, const std::string& env, const std::string& after, const std::string& insert) {
+  std::string text = Disassemble(passtest::LoadShader(name, env));
+  const size_t at = text.find(after);
+  if (at == std::string::npos) throw std::runtime_error("'" + after + "' not in " + name);
+  text.insert(at + after.size(), insert);
+  return text;
+}
+
+std::string Replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  if (at == std::string::npos) throw std::runtime_error("'" + from + "' not found");
+  return text.replace(at, from.size(), to);
+}
+
+// The options the layer passes on a served device (a shared-memory limit always).
+coopmat::LowerOptions LayerLike() {
+  coopmat::LowerOptions options;
+  options.maxSharedMemoryBytes = 65536;
+  return options;
+}
+
+void ExpectRefused(const coopmat::LowerResult& result, const std::string& fragment) {
+  INFO(result.error);
+  CHECK_FALSE(result.ok);
+  CHECK(result.words.empty());
+  CHECK_THAT(result.error, ContainsSubstring(fragment));
+}
+
+[[maybe_unused]] void ExpectValid(const coopmat::LowerResult& result) {
+  INFO(result.error);
+  REQUIRE(result.ok);
+  const std::string error = coopmat::ValidateModule(result.words);
+  INFO(error);
+  CHECK(error.empty());
+}
+
+}  // namespace
+
+// Finding 1: the shared-memory accounting recursed into self-referential types.
+TEST_CASE("review 1: a self-referential Workgroup type is refused, not recursed into", "[review][malformed]") {
+  const std::string workgroupOf = "%wg_ptr = OpTypePointer Workgroup %self\n%wg_var = OpVariable %wg_ptr Workgroup\n";
+  for (const std::string& self : {std::string("%self = OpTypeArray %self %uint_2\n"), std::string("%self = OpTypeStruct %self\n")}) {
+    const auto words = Assemble(Edited("reduce", "spirv1.3", "%uint_2 = OpConstant %uint 2\n", self + workgroupOf));
+    ExpectRefused(coopmat::LowerModule(words, LayerLike()), "not a type declared before it");
+  }
+}
+
+TEST_CASE("review 1: 100000 levels of nested arrays cost no stack", "[review][malformed]") {
+  std::string nested = "%n0 = OpTypeArray %uint %uint_2\n";
+  constexpr int kLevels = 100000;
+  for (int i = 1; i < kLevels; ++i)
+    nested += "%n" + std::to_string(i) + " = OpTypeArray %n" + std::to_string(i - 1) + " %uint_2\n";
+  nested += "%wg_ptr = OpTypePointer Workgroup %n" + std::to_string(kLevels - 1) + "\n%wg_var = OpVariable %wg_ptr Workgroup\n";
+  const auto words = Assemble(Edited("reduce", "spirv1.3", "%uint_2 = OpConstant %uint 2\n", nested));
+  // 2^100000 words saturate: the module's own memory alone is over the limit.
+  ExpectRefused(coopmat::LowerModule(words, LayerLike()), "more than maxSharedMemoryBytes");
+}
+
+// Finding 2: 32-bit wraparound of the scratch size.
+TEST_CASE("review 2: a LocalSize product past 32 bits is refused, not wrapped to 0", "[review][malformed]") {
+  std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.3"));
+  // Drop the WorkgroupSize constant's decoration so LocalSize is what counts.
+  text = Replaced(text, "OpDecorate %gl_WorkGroupSize BuiltIn WorkgroupSize\n", "");
+  text = Replaced(text, "LocalSize 8 1 1", "LocalSize 65536 65536 1");
+  ExpectRefused(coopmat::LowerModule(Assemble(text), LayerLike()), "LocalSize 65536 65536 1 gives 4294967296 invocations");
+  ExpectRefused(coopmat::LowerModule(Assemble(text), {}), "4294967296 invocations");
+}
+
+TEST_CASE("review 2: a WorkgroupSize constant whose product wraps is refused", "[review][malformed]") {
+  std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.3"));
+  text = Replaced(text, "%gl_WorkGroupSize = OpConstantComposite %v3uint %uint_8 %uint_1 %uint_1",
+                  "%gl_WorkGroupSize = OpConstantComposite %v3uint %uint_65536 %uint_65536 %uint_1");
+  text = Replaced(text, "%uint_2 = OpConstant %uint 2\n", "%uint_2 = OpConstant %uint 2\n%uint_65536 = OpConstant %uint 65536\n");
+  ExpectRefused(coopmat::LowerModule(Assemble(text), {}), "overflows 32 bits");
+}
+
+TEST_CASE("review 2: slices times words past 32 bits is refused, not wrapped", "[review][malformed]") {
+  // 4096x4096 f32 accumulator: 2^24 words per slice; 1024 invocations at min subgroup 4: 256 slices.
+  std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.3"));
+  // Every 16 becomes 4096 and every 8 becomes 2048, so the reductions keep their shapes' ratios.
+  text = Replaced(text, "%uint_16 = OpConstant %uint 16", "%uint_16 = OpConstant %uint 4096");
+  text = Replaced(text, "%uint_8 = OpConstant %uint 8", "%uint_8 = OpConstant %uint 2048");
+  text = Replaced(text, "%gl_WorkGroupSize = OpConstantComposite %v3uint %uint_8 %uint_1 %uint_1",
+                  "%gl_WorkGroupSize = OpConstantComposite %v3uint %uint_1024 %uint_1 %uint_1");
+  coopmat::LowerOptions options = LayerLike();
+  options.minSubgroupSize = 4;
+  ExpectRefused(coopmat::LowerModule(Assemble(text), options), "overflows 32 bits");
+}
