@@ -130,6 +130,18 @@ template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
   slot = reinterpret_cast<Fn>(data.dispatch.GetDeviceProcAddr(data.device, name));
 }
 
+// The app enabled subgroupSizeControl and computeFullSubgroups (Vulkan 1.3 or
+// VK_EXT_subgroup_size_control): what a required subgroup size in the probe needs.
+bool SubgroupSizeControlEnabled(const VkDeviceCreateInfo* info) {
+  if (auto* v13 = reinterpret_cast<const VkPhysicalDeviceVulkan13Features*>(
+          FindInChain(info->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES)))
+    return v13->subgroupSizeControl && v13->computeFullSubgroups;
+  if (auto* control = reinterpret_cast<const VkPhysicalDeviceSubgroupSizeControlFeatures*>(
+          FindInChain(info->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES)))
+    return control->subgroupSizeControl && control->computeFullSubgroups;
+  return false;
+}
+
 }  // namespace
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* pCreateInfo,
@@ -200,13 +212,15 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
     // The probe uses the app's queue before vkCreateDevice returns: nobody else can be
     // using it yet, and it is idle again when the app first sees it.
     const std::optional<uint32_t> family = ComputeQueueFamily(*instance, physicalDevice, pCreateInfo);
-    if (instance->settings.layoutProbe && family) {
+    // No probe whose result would be discarded (lowering=portable).
+    if (instance->settings.layoutProbe && !instance->settings.portableOnly && family) {
       ProbeContext probe;
       probe.device = *pDevice;
       probe.physicalDevice = physicalDevice;
       probe.queueFamily = *family;
       probe.getDeviceProcAddr = nextGetDeviceProcAddr;
       probe.setDeviceLoaderData = FindLoaderDataCallback(pCreateInfo);
+      probe.requireSubgroupSize = SubgroupSizeControlEnabled(pCreateInfo);
       auto getQueue = reinterpret_cast<PFN_vkGetDeviceQueue>(nextGetDeviceProcAddr(*pDevice, "vkGetDeviceQueue"));
       getQueue(*pDevice, *family, 0, &probe.queue);
       if (probe.queue && (!probe.setDeviceLoaderData || probe.setDeviceLoaderData(*pDevice, probe.queue) == VK_SUCCESS))

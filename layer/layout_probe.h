@@ -23,18 +23,23 @@ struct ProbeContext {
   uint32_t queueFamily = 0;
   PFN_vkGetDeviceProcAddr getDeviceProcAddr = nullptr;
   PFN_vkSetDeviceLoaderData setDeviceLoaderData = nullptr;  // dispatchable objects the layer makes
+  // The app enabled subgroupSizeControl and computeFullSubgroups: the probe may
+  // require each subgroup size (needed where pipelines run at several).
+  bool requireSubgroupSize = false;
 };
 
-// Discovers (or loads from the cache) the layouts of every KHR-listed type at the
-// device's default subgroup size. Logs what it finds, compares with the built-in
-// table of a known driver, and returns only layouts that fitted.
+// Discovers (or loads from the cache) the layouts of every KHR-listed type at every
+// subgroup size a pipeline may run at. Logs what it finds, compares with the
+// built-in table of a known driver, and returns only layouts that fitted; where the
+// probe fits nothing (it cannot run, or reads nothing), the built-in table of a
+// recognised family. Only a probe where every key fitted is cached.
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context);
 
 // The layouts the register path may rely on: the probed ones and, when the app
 // enabled NV flexible dimensions on a known driver whose probed layouts all agree
-// with its built-in table, the table's other shapes. Empty when pipelines on the
-// device may run at more than one subgroup size (the layouts differ per size) or
-// compute shaders lack subgroup shuffles.
+// with its built-in table, the table's other shapes; for every subgroup size a
+// pipeline may run at (the lowering chooses per size). Empty when compute shaders
+// lack subgroup shuffles.
 std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
                                              const std::vector<LinearLayout>& probed);
 
