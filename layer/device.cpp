@@ -2,6 +2,7 @@
 // of the create info, check the requested features, remember what was enabled.
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <type_traits>
 #include <string>
@@ -126,6 +127,33 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
   return options;
 }
 
+// Every subgroup size a pipeline on the device may run with: the powers of two in
+// [min, max] with subgroup size control, else the one default size.
+std::vector<uint32_t> SupportedSubgroupSizes(const PhysicalDeviceInfo& info) {
+  if (!info.subgroupSizeControl || !info.minSubgroupSize || info.minSubgroupSize > info.maxSubgroupSize)
+    return {info.subgroupSize};
+  std::vector<uint32_t> sizes;
+  for (uint32_t size = info.minSubgroupSize; size && size <= info.maxSubgroupSize; size *= 2) sizes.push_back(size);
+  return sizes;
+}
+
+// What else a pipeline-time lowering depends on: the device and driver build (a
+// disk entry must not reach another GPU or driver), the layer version and options.
+uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physicalDevice, const LowerOptions& options) {
+  Hasher h;
+  h.Add(std::string(COOPMAT_LAYER_VERSION));
+  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
+  if (instance.dispatch.GetPhysicalDeviceProperties2) {
+    instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
+    h.Add(std::span(id.deviceUUID)).Add(std::span(id.driverUUID)).Add(properties.properties.driverVersion);
+  }
+  h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
+  for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);
+  for (const LinearLayout& layout : options.layouts) h.Add(FormatLayout(layout));
+  return h.Finish().low;
+}
+
 template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
   slot = reinterpret_cast<Fn>(data.dispatch.GetDeviceProcAddr(data.device, name));
 }
@@ -204,6 +232,11 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   Load(*data, d.CreateComputePipelines, "vkCreateComputePipelines");
   Load(*data, d.CreateGraphicsPipelines, "vkCreateGraphicsPipelines");
   Load(*data, d.CreateShadersEXT, "vkCreateShadersEXT");
+  Load(*data, d.DestroyShaderModule, "vkDestroyShaderModule");
+  Load(*data, d.CreateRayTracingPipelinesKHR, "vkCreateRayTracingPipelinesKHR");
+  Load(*data, d.CreatePipelineBinariesKHR, "vkCreatePipelineBinariesKHR");
+  Load(*data, d.GetPipelineKeyKHR, "vkGetPipelineKeyKHR");
+  Load(*data, d.GetShaderModuleCreateInfoIdentifierEXT, "vkGetShaderModuleCreateInfoIdentifierEXT");
   const uint32_t apiVersion = std::min(instance->apiVersion, data->physicalDevice.apiVersion);
   data->vulkanMinor = VK_API_VERSION_MINOR(apiVersion);
   if (data->emulating) {
@@ -228,6 +261,10 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
     }
     if (!instance->settings.portableOnly)
       data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
+    data->lowerOptions.subgroupSizes = SupportedSubgroupSizes(data->physicalDevice);
+    data->optionsFingerprint = OptionsFingerprint(*instance, physicalDevice, data->lowerOptions);
+    data->loweringCache = std::make_unique<LoweringCache>(
+        instance->settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path());
   }
   Devices().Insert(KeyOf(*pDevice), std::move(data));
   return VK_SUCCESS;

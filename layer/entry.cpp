@@ -46,6 +46,11 @@ const NamedFunction kDeviceFunctions[] = {
     {"vkCreateComputePipelines", &Guarded<&CreateComputePipelines>},
     {"vkCreateGraphicsPipelines", &Guarded<&CreateGraphicsPipelines>},
     {"vkCreateShadersEXT", &Guarded<&CreateShadersEXT>},
+    {"vkDestroyShaderModule", &Guarded<&DestroyShaderModule>},
+    {"vkCreateRayTracingPipelinesKHR", &Guarded<&CreateRayTracingPipelinesKHR>},
+    {"vkCreatePipelineBinariesKHR", &Guarded<&CreatePipelineBinariesKHR>},
+    {"vkGetPipelineKeyKHR", &Guarded<&GetPipelineKeyKHR>},
+    {"vkGetShaderModuleCreateInfoIdentifierEXT", &Guarded<&GetShaderModuleCreateInfoIdentifierEXT>},
 };
 
 const NamedFunction kInstanceFunctions[] = {

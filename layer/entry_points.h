@@ -29,6 +29,15 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice, VkPipelineCache
                                                        const VkAllocationCallbacks*, VkPipeline*);
 VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice, uint32_t, const VkShaderCreateInfoEXT*,
                                                 const VkAllocationCallbacks*, VkShaderEXT*);
+VKAPI_ATTR void VKAPI_CALL DestroyShaderModule(VkDevice, VkShaderModule, const VkAllocationCallbacks*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice, VkDeferredOperationKHR, VkPipelineCache, uint32_t,
+                                                            const VkRayTracingPipelineCreateInfoKHR*,
+                                                            const VkAllocationCallbacks*, VkPipeline*);
+VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice, const VkPipelineBinaryCreateInfoKHR*,
+                                                         const VkAllocationCallbacks*, VkPipelineBinaryHandlesInfoKHR*);
+VKAPI_ATTR VkResult VKAPI_CALL GetPipelineKeyKHR(VkDevice, const VkPipelineCreateInfoKHR*, VkPipelineBinaryKeyKHR*);
+VKAPI_ATTR void VKAPI_CALL GetShaderModuleCreateInfoIdentifierEXT(VkDevice, const VkShaderModuleCreateInfo*,
+                                                                  VkShaderModuleIdentifierEXT*);
 
 // The op features the layer can lower on a served device.
 struct Settings;

@@ -362,13 +362,6 @@ DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalD
   return identity;
 }
 
-std::filesystem::path CacheDirectory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::filesystem::path(xdg) / "coopmat-maintenance1";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::filesystem::path(home) / ".cache" / "coopmat-maintenance1";
-  return {};
-}
 
 std::optional<std::vector<LinearLayout>> ReadCache(const std::filesystem::path& path) {
   std::ifstream in(path);

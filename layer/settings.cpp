@@ -63,6 +63,8 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     else bad();
   } else if (key == "layout_probe") {
     if (auto b = ParseBool(value)) out.settings.layoutProbe = *b; else bad();
+  } else if (key == "shader_cache") {
+    if (auto b = ParseBool(value)) out.settings.shaderCache = *b; else bad();
   } else if (key == "dump_dir") {
     out.settings.dumpDir = Trim(value);
   } else if (key == "disabled_features") {
@@ -81,7 +83,7 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     }
   } else {
     out.warnings.push_back(source + ": unknown setting '" + key +
-                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, lowering)");
+                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, lowering, shader_cache)");
   }
 }
 

@@ -21,6 +21,7 @@ struct Settings {
   std::string dumpDir;         // write original and rewritten SPIR-V of every lowered module here
   bool validate = false;       // run spirv-val on every rewritten module
   bool layoutProbe = true;     // discover the driver's register layouts once per device (cached)
+  bool shaderCache = true;     // keep pipeline-time lowerings on disk (always in memory)
   bool portableOnly = false;   // lowering=portable: never use the register path
   // Op features the layer reports as unsupported (to test an app's fallbacks):
   // any of reductions, conversions, per_element_operations, get_coordinate.

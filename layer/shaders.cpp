@@ -1,8 +1,18 @@
 // Shader interception: every path by which SPIR-V reaches the driver. A module
-// that does not declare the EXT capabilities goes down untouched (no copy); one
-// that does is lowered by the passes/ library, or the call fails with a message.
+// that does not declare the EXT capabilities goes down untouched (no copy).
+//
+// Two moments of lowering (docs/design.md, "When the rewrite happens"):
+// - module time (vkCreateShaderModule): the module is lowered once, for every
+//   subgroup size the device may run it at. When its matrix shapes or Uses are
+//   specialization constants, that lowering only makes the module handle valid
+//   (identifiers, names), and the original is kept;
+// - pipeline time (pipelines, shader objects, inline module code): such a module,
+//   and inline code, is lowered with the stage's specialization frozen and the
+//   subgroup sizes the stage can run at, once per key (lowering_cache.h), and the
+//   driver gets a module made from that code for this call.
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -30,21 +40,22 @@ uint64_t Fnv1a(std::span<const uint32_t> words) {
   return hash;
 }
 
-void Dump(const DeviceData& device, std::span<const uint32_t> original, std::span<const uint32_t> lowered) {
+void Dump(const DeviceData& device, std::span<const uint32_t> original, std::span<const uint32_t> lowered,
+          const std::string& suffix = "") {
   const std::string& dir = device.instance->settings.dumpDir;
   if (dir.empty()) return;
   char name[32];
   std::snprintf(name, sizeof(name), "%016" PRIx64, Fnv1a(original));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  auto write = [&](const std::string& suffix, std::span<const uint32_t> words) {
-    const std::filesystem::path path = std::filesystem::path(dir) / (std::string(name) + suffix);
+  auto write = [&](const std::string& ending, std::span<const uint32_t> words) {
+    const std::filesystem::path path = std::filesystem::path(dir) / (std::string(name) + ending);
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size_bytes()));
     if (!out) Log(device.instance, LogLevel::Warning, "dump_dir: cannot write " + path.string());
   };
   write(".original.spv", original);
-  if (!lowered.empty()) write(".lowered.spv", lowered);
+  if (!lowered.empty()) write(suffix + ".lowered.spv", lowered);
 }
 
 // Warns when a module uses an operation whose feature the app did not enable
@@ -61,95 +72,247 @@ void CheckEnabledFeatures(const DeviceData& device, const ExtUsage& usage, const
   if (usage.perElement && !f.cooperativeMatrixPerElementOperations) warn("cooperativeMatrixPerElementOperations");
 }
 
-// The SPIR-V to hand down for one blob.
-struct PreparedCode {
-  VkResult result = VK_SUCCESS;   // an error: do not call down
-  bool replaced = false;          // true: use `words` instead of the app's code
-  std::vector<uint32_t> words;
+// Checks that a blob is a SPIR-V module the layer must lower. result != VK_SUCCESS:
+// do not call down; needsLowering false: hand the app's code down as it is.
+struct Scanned {
+  VkResult result = VK_SUCCESS;
+  bool needsLowering = false;
+  std::span<const uint32_t> words;
 };
 
-PreparedCode Prepare(const DeviceData& device, const void* code, size_t codeSize, const char* where) {
-  PreparedCode prepared;
-  if (!device.emulating) return prepared;
+Scanned Scan(const DeviceData& device, const void* code, size_t codeSize, const char* where) {
+  Scanned scanned;
+  if (!device.emulating) return scanned;
   const InstanceData* instance = device.instance;
   if (!code || codeSize % 4 != 0 || codeSize < 20) {
     Log(instance, LogLevel::Error, std::string(where) + ": codeSize " + std::to_string(codeSize) +
                                        " is not a whole SPIR-V module; not passed to the driver");
-    prepared.result = VK_ERROR_UNKNOWN;
-    return prepared;
+    scanned.result = VK_ERROR_UNKNOWN;
+    return scanned;
   }
-  const std::span<const uint32_t> words(static_cast<const uint32_t*>(code), codeSize / 4);
-  const ScanResult scan = ScanModule(words);
+  scanned.words = std::span(static_cast<const uint32_t*>(code), codeSize / 4);
+  const ScanResult scan = ScanModule(scanned.words);
   if (!scan.ok) {
     Log(instance, LogLevel::Error, std::string(where) + ": malformed SPIR-V (" + scan.error + "); not passed to the driver");
-    prepared.result = VK_ERROR_UNKNOWN;
-    return prepared;
+    scanned.result = VK_ERROR_UNKNOWN;
+    return scanned;
   }
-  if (!scan.usage.NeedsLowering()) return prepared;
-  CheckEnabledFeatures(device, scan.usage, where);
+  scanned.needsLowering = scan.usage.NeedsLowering();
+  if (scanned.needsLowering) CheckEnabledFeatures(device, scan.usage, where);
+  return scanned;
+}
 
-  LowerResult lowered = LowerModule(words, device.lowerOptions);
+// Lowers with `options`, validating when the setting asks; logs and dumps failures.
+LowerResult LowerChecked(const DeviceData& device, std::span<const uint32_t> words, const LowerOptions& options,
+                         const std::string& where) {
+  const InstanceData* instance = device.instance;
+  LowerResult lowered = LowerModule(words, options);
   if (!lowered.ok) {
-    Log(instance, LogLevel::Error, std::string(where) + ": cannot lower the maintenance1 module: " + lowered.error);
+    Log(instance, LogLevel::Error, where + ": cannot lower the maintenance1 module: " + lowered.error);
     Dump(device, words, {});
-    prepared.result = VK_ERROR_UNKNOWN;
-    return prepared;
+    return lowered;
   }
   if (instance->settings.validate) {
     const std::string problem = ValidateModule(lowered.words, static_cast<int>(device.vulkanMinor));
     if (!problem.empty()) {
-      Log(instance, LogLevel::Error, std::string(where) + ": the rewritten module does not validate: " + problem);
+      Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem);
       Dump(device, words, lowered.words);
-      prepared.result = VK_ERROR_UNKNOWN;
-      return prepared;
+      lowered.ok = false;
+      lowered.error = "the rewritten module does not validate: " + problem;
+      lowered.words.clear();
     }
   }
-  Dump(device, words, lowered.words);
-  Log(instance, LogLevel::Debug,
-      std::string(where) + ": lowered " + std::to_string(lowered.stats.OpsLowered()) + " operations, " +
-          std::to_string(lowered.stats.wordsIn) + " -> " + std::to_string(lowered.stats.wordsOut) + " words in " +
-          std::to_string(static_cast<long long>(lowered.stats.microseconds)) + " us");
+  return lowered;
+}
+
+// ---- Module time ------------------------------------------------------------
+
+struct PreparedModule {
+  VkResult result = VK_SUCCESS;     // an error: do not call down
+  bool replaced = false;            // true: use `words` instead of the app's code
+  std::vector<uint32_t> words;
+  bool dependsOnSpecialization = false;
+};
+
+PreparedModule PrepareModule(const DeviceData& device, const void* code, size_t codeSize, const char* where) {
+  PreparedModule prepared;
+  const Scanned scanned = Scan(device, code, codeSize, where);
+  prepared.result = scanned.result;
+  if (scanned.result != VK_SUCCESS || !scanned.needsLowering) return prepared;
+  LowerOptions options = device.lowerOptions;
+  options.specializationPending = true;
+  LowerResult lowered = LowerChecked(device, scanned.words, options, where);
+  if (!lowered.ok) {
+    prepared.result = VK_ERROR_UNKNOWN;
+    return prepared;
+  }
+  Dump(device, scanned.words, lowered.words);
+  Log(device.instance, LogLevel::Debug,
+      std::string(where) + ": lowered " + std::to_string(lowered.stats.OpsLowered()) + " operations (" +
+          std::to_string(lowered.stats.registerPath) + " in registers), " + std::to_string(lowered.stats.wordsIn) +
+          " -> " + std::to_string(lowered.stats.wordsOut) + " words in " +
+          std::to_string(static_cast<long long>(lowered.stats.microseconds)) + " us" +
+          (lowered.dependsOnSpecialization ? "; shapes depend on specialization: lowered again per pipeline" : ""));
   prepared.replaced = true;
   prepared.words = std::move(lowered.words);
+  prepared.dependsOnSpecialization = lowered.dependsOnSpecialization;
   return prepared;
 }
 
-// Rewrites the stages of pipeline create infos whose SPIR-V is chained in the stage
-// (VkShaderModuleCreateInfo in VkPipelineShaderStageCreateInfo::pNext).
+// ---- Pipeline time ----------------------------------------------------------
+
+// What a stage says about how it runs.
+struct StageFacts {
+  const VkSpecializationInfo* specialization = nullptr;
+  uint32_t requiredSubgroupSize = 0;  // VkPipelineShaderStageRequiredSubgroupSizeCreateInfo
+  bool allowVaryingSubgroupSize = false;
+};
+
+StageFacts FactsOf(const VkPipelineShaderStageCreateInfo& stage) {
+  StageFacts facts;
+  facts.specialization = stage.pSpecializationInfo;
+  if (const auto* required = reinterpret_cast<const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo*>(
+          FindInChain(stage.pNext, VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)))
+    facts.requiredSubgroupSize = required->requiredSubgroupSize;
+  facts.allowVaryingSubgroupSize = (stage.flags & VK_PIPELINE_SHADER_STAGE_CREATE_ALLOW_VARYING_SUBGROUP_SIZE_BIT) != 0;
+  return facts;
+}
+
+StageFacts FactsOf(const VkShaderCreateInfoEXT& shader) {
+  StageFacts facts;
+  facts.specialization = shader.pSpecializationInfo;
+  if (const auto* required = reinterpret_cast<const VkShaderRequiredSubgroupSizeCreateInfoEXT*>(
+          FindInChain(shader.pNext, VK_STRUCTURE_TYPE_SHADER_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT)))
+    facts.requiredSubgroupSize = required->requiredSubgroupSize;
+  facts.allowVaryingSubgroupSize = (shader.flags & VK_SHADER_CREATE_ALLOW_VARYING_SUBGROUP_SIZE_BIT_EXT) != 0;
+  return facts;
+}
+
+// The subgroup sizes a stage may run with (Vulkan, "Subgroup size"): the required
+// size; else any supported size when it may vary (the flag, or a SPIR-V 1.6
+// module); else the device's default size.
+std::vector<uint32_t> StageSubgroupSizes(const DeviceData& device, const StageFacts& facts,
+                                         std::span<const uint32_t> words) {
+  if (facts.requiredSubgroupSize) return {facts.requiredSubgroupSize};
+  const uint32_t spirvMinor = words.size() > 1 ? (words[1] >> 8) & 0xff : 0;
+  if (facts.allowVaryingSubgroupSize || spirvMinor >= 6) return device.lowerOptions.subgroupSizes;
+  return {device.physicalDevice.subgroupSize};
+}
+
+// The app's specialization as bytes per SpecId; entries outside pData are ignored
+// with a warning (they are invalid usage; reading them would overrun the app's data).
+Specialization SpecializationOf(const DeviceData& device, const VkSpecializationInfo* info, const char* where) {
+  Specialization specialization;
+  if (!info || !info->pMapEntries || !info->pData) return specialization;
+  const auto* data = static_cast<const uint8_t*>(info->pData);
+  for (uint32_t i = 0; i < info->mapEntryCount; ++i) {
+    const VkSpecializationMapEntry& entry = info->pMapEntries[i];
+    if (entry.size == 0 || entry.size > 8 || entry.offset > info->dataSize || entry.size > info->dataSize - entry.offset) {
+      Log(device.instance, LogLevel::Warning,
+          std::string(where) + ": specialization map entry " + std::to_string(i) + " (constantID " +
+              std::to_string(entry.constantID) + ") lies outside pData or has an invalid size; ignored");
+      continue;
+    }
+    specialization.values[entry.constantID].assign(data + entry.offset, data + entry.offset + entry.size);
+  }
+  return specialization;
+}
+
+struct StageLowering {
+  VkResult result = VK_SUCCESS;
+  std::shared_ptr<const CachedLowering> code;
+};
+
+// Lowers `original` for one stage, through the cache.
+StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> original, const Hash128& originalHash,
+                            const StageFacts& facts, const char* where) {
+  StageLowering out;
+  const Specialization specialization = SpecializationOf(device, facts.specialization, where);
+  const std::vector<uint32_t> sizes = StageSubgroupSizes(device, facts, original);
+  Hasher key;
+  key.Add(originalHash.low).Add(originalHash.high).Add(device.optionsFingerprint);
+  key.Add(specialization.values.size());
+  for (const auto& [id, bytes] : specialization.values) key.Add(id).Add(std::span(bytes));
+  key.Add(std::span(sizes));
+  CacheSource source = CacheSource::Lowered;
+  double microseconds = 0;
+  out.code = device.loweringCache->Get(
+      key.Finish(),
+      [&] {
+        LowerOptions options = device.lowerOptions;
+        options.specialization = specialization;
+        options.subgroupSizes = sizes;
+        LowerResult lowered = LowerChecked(device, original, options, where);
+        CachedLowering entry;
+        entry.ok = lowered.ok;
+        entry.error = lowered.error;
+        entry.words = std::move(lowered.words);
+        entry.opsLowered = lowered.stats.OpsLowered();
+        entry.opsInRegisters = lowered.stats.registerPath;
+        microseconds = lowered.stats.microseconds;
+        if (entry.ok) Dump(device, original, entry.words, ".pipeline-" + key.Finish().Hex().substr(0, 8));
+        return entry;
+      },
+      source);
+  if (!out.code->ok) {
+    // The lowering logged the reason the first time; a cached failure says it again.
+    if (source != CacheSource::Lowered)
+      Log(device.instance, LogLevel::Error, std::string(where) + ": cannot lower the maintenance1 module: " + out.code->error);
+    out.result = VK_ERROR_UNKNOWN;
+    return out;
+  }
+  std::string sizeList;
+  for (uint32_t size : sizes) sizeList += (sizeList.empty() ? "" : ",") + std::to_string(size);
+  Log(device.instance, LogLevel::Debug,
+      std::string(where) + ": pipeline-time lowering (" + std::to_string(specialization.values.size()) +
+          " specialization constants, subgroup size " + sizeList + "): " + std::to_string(out.code->opsLowered) +
+          " operations, " + std::to_string(out.code->opsInRegisters) + " in registers, " +
+          (source == CacheSource::Lowered ? "lowered in " + std::to_string(static_cast<long long>(microseconds)) + " us"
+                                          : std::string("from the ") + ToString(source)));
+  return out;
+}
+
+// Rewrites pipeline stages: a module registered as pending gets a module made from
+// its pipeline-time lowering (destroyed after the call), inline code is replaced.
 class StageRewriter {
  public:
-  explicit StageRewriter(const DeviceData& device) : device_(device) {}
+  explicit StageRewriter(DeviceData& device) : device_(device) {}
+  ~StageRewriter() {
+    for (VkShaderModule module : temporaryModules_) device_.dispatch.DestroyShaderModule(device_.device, module, nullptr);
+  }
+  StageRewriter(const StageRewriter&) = delete;
+  StageRewriter& operator=(const StageRewriter&) = delete;
 
   // Returns a stage to use instead of `stage` (itself when unchanged), or null on error.
   const VkPipelineShaderStageCreateInfo* Rewrite(const VkPipelineShaderStageCreateInfo& stage, const char* where) {
-    if (stage.module != VK_NULL_HANDLE) return &stage;  // a module object was lowered when it was created
+    if (stage.module != VK_NULL_HANDLE) return RewriteModule(stage, where);
     const auto* moduleInfo = reinterpret_cast<const VkShaderModuleCreateInfo*>(
         FindInChain(stage.pNext, VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO));
-    if (!moduleInfo) return &stage;
-    PreparedCode prepared = Prepare(device_, moduleInfo->pCode, moduleInfo->codeSize, where);
-    if (prepared.result != VK_SUCCESS) {
-      result_ = prepared.result;
-      return nullptr;
-    }
-    if (!prepared.replaced) return &stage;
-    auto& words = code_.emplace_back(std::make_unique<std::vector<uint32_t>>(std::move(prepared.words)));
-    VkShaderModuleCreateInfo replacement = *moduleInfo;
-    replacement.pCode = words->data();
-    replacement.codeSize = words->size() * 4;
+    if (!moduleInfo) return &stage;  // a module identifier, or nothing: the driver decides
+    const Scanned scanned = Scan(device_, moduleInfo->pCode, moduleInfo->codeSize, where);
+    if (scanned.result != VK_SUCCESS) return Failed(scanned.result);
+    if (!scanned.needsLowering) return &stage;
+    const StageLowering lowered =
+        LowerForStage(device_, scanned.words, Hasher().Add(scanned.words).Finish(), FactsOf(stage), where);
+    if (lowered.result != VK_SUCCESS) return Failed(lowered.result);
+    code_.push_back(lowered.code);
+    auto* replacement = chains_.Own(*moduleInfo);
+    replacement->pCode = lowered.code->words.data();
+    replacement->codeSize = lowered.code->words.size() * 4;
     VkPipelineShaderStageCreateInfo* copy = chains_.Own(stage);
     if (!chains_.Copy(stage.pNext, VK_STRUCTURE_TYPE_MAX_ENUM, &copy->pNext,
-                      reinterpret_cast<const VkBaseInStructure*>(&replacement))) {
+                      reinterpret_cast<const VkBaseInStructure*>(replacement))) {
       Log(device_.instance, LogLevel::Error,
           std::string(where) + ": a structure chained before VkShaderModuleCreateInfo is unknown to the layer");
-      result_ = VK_ERROR_UNKNOWN;
-      return nullptr;
+      return Failed(VK_ERROR_UNKNOWN);
     }
     return copy;
   }
 
-  // Rewrites an array of stages; returns the array to use.
+  // Rewrites an array of stages; returns the array to use, or null on error.
   const VkPipelineShaderStageCreateInfo* RewriteStages(const VkPipelineShaderStageCreateInfo* stages, uint32_t count,
                                                        const char* where) {
+    if (!stages) return stages;
     std::vector<VkPipelineShaderStageCreateInfo> out;
     bool changed = false;
     for (uint32_t i = 0; i < count; ++i) {
@@ -165,11 +328,90 @@ class StageRewriter {
   VkResult result() const { return result_; }
 
  private:
-  const DeviceData& device_;
+  const VkPipelineShaderStageCreateInfo* Failed(VkResult result) {
+    result_ = result;
+    return nullptr;
+  }
+
+  const VkPipelineShaderStageCreateInfo* RewriteModule(const VkPipelineShaderStageCreateInfo& stage, const char* where) {
+    const std::shared_ptr<const PendingModule> pending = device_.FindPendingModule(stage.module);
+    if (!pending) return &stage;  // lowered completely when it was created
+    const StageLowering lowered = LowerForStage(device_, pending->original, pending->hash, FactsOf(stage), where);
+    if (lowered.result != VK_SUCCESS) return Failed(lowered.result);
+    VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    info.codeSize = lowered.code->words.size() * 4;
+    info.pCode = lowered.code->words.data();
+    VkShaderModule module = VK_NULL_HANDLE;
+    if (const VkResult result = device_.dispatch.CreateShaderModule(device_.device, &info, nullptr, &module);
+        result != VK_SUCCESS)
+      return Failed(result);
+    temporaryModules_.push_back(module);
+    VkPipelineShaderStageCreateInfo* copy = chains_.Own(stage);
+    copy->module = module;
+    return copy;
+  }
+
+  DeviceData& device_;
   VkResult result_ = VK_SUCCESS;
   ChainCopy chains_;
-  std::vector<std::unique_ptr<std::vector<uint32_t>>> code_;
+  std::vector<std::shared_ptr<const CachedLowering>> code_;
   std::vector<std::vector<VkPipelineShaderStageCreateInfo>> stageArrays_;
+  std::vector<VkShaderModule> temporaryModules_;
+};
+
+template <typename Handle> VkResult FailAll(uint32_t count, Handle* handles, VkResult result) {
+  for (uint32_t i = 0; i < count; ++i) handles[i] = VK_NULL_HANDLE;
+  return result;
+}
+
+// Rewrites the stages of any pipeline create info that has pStages/stageCount
+// (graphics, ray tracing) in place in `info`; false on error.
+template <typename Info> bool RewriteStagesOf(StageRewriter& rewriter, Info& info, const char* where) {
+  if (!info.pStages) return true;
+  info.pStages = rewriter.RewriteStages(info.pStages, info.stageCount, where);
+  return info.pStages != nullptr;
+}
+
+// The copy of a VkPipelineCreateInfoKHR (pipeline binaries, keys) whose chained
+// compute/graphics/ray-tracing create info has its stages rewritten.
+class PipelineCreateInfoRewriter {
+ public:
+  explicit PipelineCreateInfoRewriter(DeviceData& device) : rewriter_(device) {}
+  const VkPipelineCreateInfoKHR* Rewrite(const VkPipelineCreateInfoKHR* info, const char* where) {
+    if (!info || !info->pNext) return info;
+    const auto* next = static_cast<const VkBaseInStructure*>(info->pNext);
+    copy_ = *info;
+    switch (next->sType) {
+      case VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO: {
+        compute_ = *reinterpret_cast<const VkComputePipelineCreateInfo*>(next);
+        const VkPipelineShaderStageCreateInfo* stage = rewriter_.Rewrite(compute_.stage, where);
+        if (!stage) return nullptr;
+        compute_.stage = *stage;
+        copy_.pNext = &compute_;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO:
+        graphics_ = *reinterpret_cast<const VkGraphicsPipelineCreateInfo*>(next);
+        if (!RewriteStagesOf(rewriter_, graphics_, where)) return nullptr;
+        copy_.pNext = &graphics_;
+        break;
+      case VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR:
+        rayTracing_ = *reinterpret_cast<const VkRayTracingPipelineCreateInfoKHR*>(next);
+        if (!RewriteStagesOf(rewriter_, rayTracing_, where)) return nullptr;
+        copy_.pNext = &rayTracing_;
+        break;
+      default: return info;
+    }
+    return &copy_;
+  }
+  VkResult result() const { return rewriter_.result(); }
+
+ private:
+  StageRewriter rewriter_;
+  VkPipelineCreateInfoKHR copy_{};
+  VkComputePipelineCreateInfo compute_{};
+  VkGraphicsPipelineCreateInfo graphics_{};
+  VkRayTracingPipelineCreateInfoKHR rayTracing_{};
 };
 
 }  // namespace
@@ -179,13 +421,34 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
                                                   VkShaderModule* pShaderModule) {
   DeviceData* data = GetDeviceData(device);
   if (!data) return VK_ERROR_DEVICE_LOST;
-  PreparedCode prepared = Prepare(*data, pCreateInfo->pCode, pCreateInfo->codeSize, "vkCreateShaderModule");
+  PreparedModule prepared = PrepareModule(*data, pCreateInfo->pCode, pCreateInfo->codeSize, "vkCreateShaderModule");
   if (prepared.result != VK_SUCCESS) return prepared.result;
   if (!prepared.replaced) return data->dispatch.CreateShaderModule(device, pCreateInfo, pAllocator, pShaderModule);
   VkShaderModuleCreateInfo info = *pCreateInfo;
   info.pCode = prepared.words.data();
   info.codeSize = prepared.words.size() * 4;
-  return data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule);
+  const VkResult result = data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule);
+  if (result == VK_SUCCESS && prepared.dependsOnSpecialization) {
+    auto pending = std::make_shared<PendingModule>();
+    const auto* words = static_cast<const uint32_t*>(pCreateInfo->pCode);
+    pending->original.assign(words, words + pCreateInfo->codeSize / 4);
+    pending->hash = Hasher().Add(pending->original).Finish();
+    std::unique_lock lock(data->pendingModulesMutex);
+    data->pendingModules[*pShaderModule] = std::move(pending);
+  }
+  return result;
+}
+
+VKAPI_ATTR void VKAPI_CALL DestroyShaderModule(VkDevice device, VkShaderModule shaderModule,
+                                               const VkAllocationCallbacks* pAllocator) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return;
+  if (shaderModule != VK_NULL_HANDLE) {
+    // Before the driver frees the handle, which it may then hand out again.
+    std::unique_lock lock(data->pendingModulesMutex);
+    data->pendingModules.erase(shaderModule);
+  }
+  data->dispatch.DestroyShaderModule(device, shaderModule, pAllocator);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelineCache cache, uint32_t count,
@@ -199,10 +462,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelin
   std::vector<VkComputePipelineCreateInfo> infos(pCreateInfos, pCreateInfos + count);
   for (VkComputePipelineCreateInfo& info : infos) {
     const VkPipelineShaderStageCreateInfo* stage = rewriter.Rewrite(info.stage, "vkCreateComputePipelines");
-    if (!stage) {
-      for (uint32_t i = 0; i < count; ++i) pPipelines[i] = VK_NULL_HANDLE;
-      return rewriter.result();
-    }
+    if (!stage) return FailAll(count, pPipelines, rewriter.result());
     info.stage = *stage;
   }
   return data->dispatch.CreateComputePipelines(device, cache, count, infos.data(), pAllocator, pPipelines);
@@ -218,15 +478,77 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipeli
     return data->dispatch.CreateGraphicsPipelines(device, cache, count, pCreateInfos, pAllocator, pPipelines);
   StageRewriter rewriter(*data);
   std::vector<VkGraphicsPipelineCreateInfo> infos(pCreateInfos, pCreateInfos + count);
-  for (VkGraphicsPipelineCreateInfo& info : infos) {
-    if (!info.pStages) continue;
-    info.pStages = rewriter.RewriteStages(info.pStages, info.stageCount, "vkCreateGraphicsPipelines");
-    if (!info.pStages) {
-      for (uint32_t i = 0; i < count; ++i) pPipelines[i] = VK_NULL_HANDLE;
-      return rewriter.result();
-    }
-  }
+  for (VkGraphicsPipelineCreateInfo& info : infos)
+    if (!RewriteStagesOf(rewriter, info, "vkCreateGraphicsPipelines")) return FailAll(count, pPipelines, rewriter.result());
   return data->dispatch.CreateGraphicsPipelines(device, cache, count, infos.data(), pAllocator, pPipelines);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkDeferredOperationKHR deferred,
+                                                            VkPipelineCache cache, uint32_t count,
+                                                            const VkRayTracingPipelineCreateInfoKHR* pCreateInfos,
+                                                            const VkAllocationCallbacks* pAllocator,
+                                                            VkPipeline* pPipelines) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return VK_ERROR_DEVICE_LOST;
+  if (!data->emulating)
+    return data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count, pCreateInfos, pAllocator, pPipelines);
+  StageRewriter rewriter(*data);
+  std::vector<VkRayTracingPipelineCreateInfoKHR> infos(pCreateInfos, pCreateInfos + count);
+  bool rewritten = false;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesKHR"))
+      return FailAll(count, pPipelines, rewriter.result());
+    rewritten |= infos[i].pStages != pCreateInfos[i].pStages;
+  }
+  if (!rewritten || deferred == VK_NULL_HANDLE)
+    return data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+  // A deferred operation could read the rewritten stages after this call has freed
+  // them: complete it now, as a driver may, and say so.
+  const VkResult result =
+      data->dispatch.CreateRayTracingPipelinesKHR(device, VK_NULL_HANDLE, cache, count, infos.data(), pAllocator, pPipelines);
+  return result == VK_SUCCESS ? VK_OPERATION_NOT_DEFERRED_KHR : result;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice device, const VkPipelineBinaryCreateInfoKHR* pCreateInfo,
+                                                         const VkAllocationCallbacks* pAllocator,
+                                                         VkPipelineBinaryHandlesInfoKHR* pBinaries) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return VK_ERROR_DEVICE_LOST;
+  if (!data->emulating || !pCreateInfo->pPipelineCreateInfo)
+    return data->dispatch.CreatePipelineBinariesKHR(device, pCreateInfo, pAllocator, pBinaries);
+  PipelineCreateInfoRewriter rewriter(*data);
+  VkPipelineBinaryCreateInfoKHR info = *pCreateInfo;
+  info.pPipelineCreateInfo = rewriter.Rewrite(pCreateInfo->pPipelineCreateInfo, "vkCreatePipelineBinariesKHR");
+  if (!info.pPipelineCreateInfo) return rewriter.result();
+  return data->dispatch.CreatePipelineBinariesKHR(device, &info, pAllocator, pBinaries);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL GetPipelineKeyKHR(VkDevice device, const VkPipelineCreateInfoKHR* pPipelineCreateInfo,
+                                                 VkPipelineBinaryKeyKHR* pPipelineKey) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return VK_ERROR_DEVICE_LOST;
+  if (!data->emulating || !pPipelineCreateInfo)
+    return data->dispatch.GetPipelineKeyKHR(device, pPipelineCreateInfo, pPipelineKey);
+  PipelineCreateInfoRewriter rewriter(*data);
+  const VkPipelineCreateInfoKHR* info = rewriter.Rewrite(pPipelineCreateInfo, "vkGetPipelineKeyKHR");
+  if (!info) return rewriter.result();
+  return data->dispatch.GetPipelineKeyKHR(device, info, pPipelineKey);
+}
+
+VKAPI_ATTR void VKAPI_CALL GetShaderModuleCreateInfoIdentifierEXT(VkDevice device,
+                                                                  const VkShaderModuleCreateInfo* pCreateInfo,
+                                                                  VkShaderModuleIdentifierEXT* pIdentifier) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return;
+  // The identifier of the code the driver would hold for a module created from this
+  // info, so it equals vkGetShaderModuleIdentifierEXT's for that module.
+  PreparedModule prepared =
+      PrepareModule(*data, pCreateInfo->pCode, pCreateInfo->codeSize, "vkGetShaderModuleCreateInfoIdentifierEXT");
+  if (!prepared.replaced) return data->dispatch.GetShaderModuleCreateInfoIdentifierEXT(device, pCreateInfo, pIdentifier);
+  VkShaderModuleCreateInfo info = *pCreateInfo;
+  info.pCode = prepared.words.data();
+  info.codeSize = prepared.words.size() * 4;
+  data->dispatch.GetShaderModuleCreateInfoIdentifierEXT(device, &info, pIdentifier);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice device, uint32_t count,
@@ -236,18 +558,19 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice device, uint32_t count,
   if (!data) return VK_ERROR_DEVICE_LOST;
   if (!data->emulating) return data->dispatch.CreateShadersEXT(device, count, pCreateInfos, pAllocator, pShaders);
   std::vector<VkShaderCreateInfoEXT> infos(pCreateInfos, pCreateInfos + count);
-  std::vector<std::vector<uint32_t>> code(count);
+  std::vector<std::shared_ptr<const CachedLowering>> code(count);
   for (uint32_t i = 0; i < count; ++i) {
     if (infos[i].codeType != VK_SHADER_CODE_TYPE_SPIRV_EXT) continue;  // binaries were lowered before
-    PreparedCode prepared = Prepare(*data, infos[i].pCode, infos[i].codeSize, "vkCreateShadersEXT");
-    if (prepared.result != VK_SUCCESS) {
-      for (uint32_t j = 0; j < count; ++j) pShaders[j] = VK_NULL_HANDLE;
-      return prepared.result;
-    }
-    if (!prepared.replaced) continue;
-    code[i] = std::move(prepared.words);
-    infos[i].pCode = code[i].data();
-    infos[i].codeSize = code[i].size() * 4;
+    // A shader object is a pipeline stage: its specialization and subgroup size are known now.
+    const Scanned scanned = Scan(*data, infos[i].pCode, infos[i].codeSize, "vkCreateShadersEXT");
+    if (scanned.result != VK_SUCCESS) return FailAll(count, pShaders, scanned.result);
+    if (!scanned.needsLowering) continue;
+    const StageLowering lowered = LowerForStage(*data, scanned.words, Hasher().Add(scanned.words).Finish(),
+                                                FactsOf(infos[i]), "vkCreateShadersEXT");
+    if (lowered.result != VK_SUCCESS) return FailAll(count, pShaders, lowered.result);
+    code[i] = lowered.code;
+    infos[i].pCode = code[i]->words.data();
+    infos[i].codeSize = code[i]->words.size() * 4;
   }
   return data->dispatch.CreateShadersEXT(device, count, infos.data(), pAllocator, pShaders);
 }

@@ -16,6 +16,7 @@
 
 #include "coopmat/layout.h"
 #include "coopmat/lower.h"
+#include "lowering_cache.h"
 #include "settings.h"
 
 namespace coopmat::layer {
@@ -44,6 +45,19 @@ struct DeviceDispatch {
   PFN_vkCreateComputePipelines CreateComputePipelines = nullptr;
   PFN_vkCreateGraphicsPipelines CreateGraphicsPipelines = nullptr;
   PFN_vkCreateShadersEXT CreateShadersEXT = nullptr;
+  PFN_vkDestroyShaderModule DestroyShaderModule = nullptr;
+  PFN_vkCreateRayTracingPipelinesKHR CreateRayTracingPipelinesKHR = nullptr;
+  PFN_vkGetShaderModuleCreateInfoIdentifierEXT GetShaderModuleCreateInfoIdentifierEXT = nullptr;
+  PFN_vkCreatePipelineBinariesKHR CreatePipelineBinariesKHR = nullptr;
+  PFN_vkGetPipelineKeyKHR GetPipelineKeyKHR = nullptr;
+};
+
+// A module whose lowering depends on the pipeline: the driver holds its module-time
+// lowering (so identifiers and names work), and every pipeline stage that uses it is
+// lowered again from the original with the stage's specialization.
+struct PendingModule {
+  std::vector<uint32_t> original;
+  Hash128 hash;  // of original
 };
 
 // What the layer learned about one physical device, once.
@@ -84,6 +98,18 @@ struct DeviceData {
   uint32_t vulkanMinor = 0;  // the environment rewritten modules are validated against
   std::vector<LinearLayout> layouts;  // discovered register layouts (empty: portable path only)
   LowerOptions lowerOptions;          // what every module on this device is lowered with
+  // What the pipeline-time lowering's cache key holds besides the stage: the device,
+  // driver and layer versions and lowerOptions.
+  uint64_t optionsFingerprint = 0;
+  std::unique_ptr<LoweringCache> loweringCache;
+
+  std::shared_mutex pendingModulesMutex;
+  std::unordered_map<VkShaderModule, std::shared_ptr<const PendingModule>> pendingModules;
+  std::shared_ptr<const PendingModule> FindPendingModule(VkShaderModule module) {
+    std::shared_lock lock(pendingModulesMutex);
+    auto it = pendingModules.find(module);
+    return it == pendingModules.end() ? nullptr : it->second;
+  }
 };
 
 // A thread-safe map from dispatch key to owned state.

@@ -19,8 +19,17 @@ CoopMatType MatrixOf(Context& context, const ir::Instruction& inst, uint32_t id,
   auto scope = context.types.ConstantValue(info->scopeId);
   if (!scope || *scope != static_cast<uint32_t>(spv::Scope::Subgroup))
     Fail(Describe(inst) + ": " + what + " must have a constant Subgroup scope");
-  auto use = context.types.ConstantValue(info->useId);
-  if (!use || *use > 2) Fail(Describe(inst) + ": " + what + " must have a constant Use");
+  const TypeManager& t = context.types;
+  if (t.IsSpecConstant(info->rowsId) || t.IsSpecConstant(info->colsId) || t.IsSpecConstant(info->useId))
+    context.dependsOnSpecialization = true;
+  std::optional<uint32_t> use = t.ConstantValue(info->useId);
+  // A specialization-constant Use is settled by the pipeline: until then its default
+  // stands in (the portable path never depends on it, the register path is not taken).
+  if (!use && context.options.specializationPending) use = t.SpecConstantDefault(info->useId);
+  if (!use || *use > 2)
+    Fail(Describe(inst) + ": " + what + " must have a constant Use (0, 1 or 2)" +
+         (t.IsSpecConstant(info->useId) ? " once specialized" : ""));
+  info->use = static_cast<MatrixUse>(*use);
   return *info;
 }
 
@@ -76,6 +85,32 @@ uint32_t Builder::SplitBlock() {
         for (size_t i = 1; i < inst.operands.size(); i += 2)
           if (inst.operands[i] == oldLabel) inst.operands[i] = newLabel;
   return newLabel;
+}
+
+void Builder::Switch(uint32_t selector, const std::vector<uint32_t>& values, const std::function<void(size_t)>& body) {
+  if (values.empty()) Fail("internal error: a switch needs a case");
+  const uint32_t merge = SplitBlock();
+  std::vector<uint32_t> labels(values.size());
+  for (uint32_t& label : labels) label = context_.module.TakeId();
+  EmitVoid(spv::Op::OpSelectionMerge, {merge, static_cast<uint32_t>(spv::SelectionControlMask::MaskNone)});
+  std::vector<uint32_t> operands{selector, labels.back()};
+  for (size_t k = 0; k + 1 < values.size(); ++k) {
+    operands.push_back(values[k]);
+    operands.push_back(labels[k]);
+  }
+  EmitVoid(spv::Op::OpSwitch, std::move(operands));
+  for (size_t k = 0; k < values.size(); ++k) {
+    ir::Block block;
+    block.instructions.emplace_back(spv::Op::OpLabel, 0, labels[k], std::vector<uint32_t>{});
+    function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1, std::move(block));
+    ++block_;
+    index_ = 1;
+    body(k);  // may leave the cursor in a later block of its own
+    EmitVoid(spv::Op::OpBranch, {merge});
+  }
+  ++block_;
+  index_ = 1;
+  if (function_.blocks[block_].Label() != merge) Fail("internal error: switch merge block misplaced");
 }
 
 void Builder::Loop(uint32_t begin, uint32_t end, uint32_t step, const std::function<void(uint32_t)>& body) {

@@ -37,7 +37,11 @@ bool NeedsLowering(Context& c, const ir::Instruction& inst) {
   auto to = c.types.CoopMatInfo(inst.typeId);
   auto from = c.types.CoopMatInfo(c.types.TypeOf(inst.operands[0]));
   if (!to || !from) return false;
-  return to->useId != from->useId || c.transposed.count(inst.resultId);
+  if (c.transposed.count(inst.resultId)) return true;
+  if (to->useId == from->useId) return false;
+  // Two constants of the same value are the same Use: a plain KHR conversion.
+  const auto toUse = c.types.ConstantValue(to->useId), fromUse = c.types.ConstantValue(from->useId);
+  return !toUse || !fromUse || *toUse != *fromUse;
 }
 
 // The matrix types whose coordinate tables a function needs (Reduce needs none: its
@@ -49,7 +53,7 @@ void CollectCoordinateTypes(Context& c, const ir::Instruction& inst, std::vector
   if (!type) return;
   const CoopMatType info = MatrixOf(c, inst, inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT ? inst.Operand(0) : inst.resultId,
                                     "the matrix");
-  if (RegisterLayout(c, info)) return;  // coordinates are bit arithmetic, nothing to learn
+  if (HasRegisterLayouts(c, info)) return;  // coordinates are bit arithmetic, nothing to learn
   for (const CoopMatType& seen : out)
     if (seen.id == info.id) return;
   out.push_back(info);
@@ -138,15 +142,20 @@ void LowerFunction(Context& c, ir::Function& function) {
     const ir::Instruction inst = list[index];
     list.erase(list.begin() + static_cast<ptrdiff_t>(index));
     Builder at(c, function, blockIndex, index);
-    switch (inst.opcode) {
-      case spv::Op::OpCooperativeMatrixGetCoordinateEXT: LowerGetCoordinate(at, fs, inst); break;
-      case spv::Op::OpCooperativeMatrixPerElementOpEXT: LowerPerElement(at, fs, inst); break;
-      case spv::Op::OpCooperativeMatrixReduceEXT:
-        if (TakesRegisterPath(c, inst)) LowerReduceInRegisters(at, fs, inst);
-        else LowerReduce(at, fs, inst);
-        break;
-      default: LowerConversion(at, fs, inst); break;
-    }
+    const bool registers = TakesRegisterPath(c, inst);
+    auto lower = [&](Builder& cursor, const ir::Instruction& op) {
+      switch (op.opcode) {
+        case spv::Op::OpCooperativeMatrixGetCoordinateEXT: LowerGetCoordinate(cursor, fs, op); break;
+        case spv::Op::OpCooperativeMatrixPerElementOpEXT: LowerPerElement(cursor, fs, op); break;
+        case spv::Op::OpCooperativeMatrixReduceEXT:
+          if (registers) LowerReduceInRegisters(cursor, fs, op);
+          else LowerReduce(cursor, fs, op);
+          break;
+        default: LowerConversion(cursor, fs, op); break;
+      }
+    };
+    if (registers) LowerForEachSubgroupSize(at, inst, lower);
+    else lower(at, inst);
     blockIndex = at.block();
     index = at.index();
   }
@@ -219,8 +228,14 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
     result.error = "cannot parse the module: " + error;
     return result;
   }
+  if (options.specialization) FreezeSpecialization(module, *options.specialization);
   TypeManager types(module);
   Context c(module, types, options, result.stats);
+  c.subgroupSizes = options.subgroupSizes;
+  if (c.subgroupSizes.empty())
+    for (const LinearLayout& layout : options.layouts) c.subgroupSizes.push_back(layout.key.subgroupSize);
+  std::sort(c.subgroupSizes.begin(), c.subgroupSizes.end());
+  c.subgroupSizes.erase(std::unique(c.subgroupSizes.begin(), c.subgroupSizes.end()), c.subgroupSizes.end());
   c.vulkanMemoryModel = !module.memoryModel.empty() &&
                         module.memoryModel[0].Operand(1) == static_cast<uint32_t>(spv::MemoryModel::Vulkan);
   for (const ir::Instruction& a : module.annotations)
@@ -240,6 +255,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   ListPrivateTables(c);
   c.scratch.Finalize();
   CheckNoLeftovers(module);
+  result.dependsOnSpecialization = c.dependsOnSpecialization;
   result.words = ir::Emit(module);
   result.stats.wordsOut = result.words.size();
   if (options.validate) {

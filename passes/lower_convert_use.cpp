@@ -156,6 +156,12 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
       s.registers = MovePlan(c, fromLayout, toLayout, transpose, from.componentType);
     return s;
   }
+  // A specialization-constant Use is not known here: no intermediate matrix can be
+  // declared for it, so the elements convert one by one through the scratch.
+  if (!t.ConstantValue(from.useId) || !t.ConstantValue(to.useId)) {
+    s.route = Route::Scalars;
+    return s;
+  }
   auto intermediate = [&](Route route, uint32_t component, uint32_t rows, uint32_t cols, MatrixUse use) {
     s.route = route;
     s.midComponent = component;
@@ -226,11 +232,27 @@ ConversionShape CheckConversion(Context& c, const ir::Instruction& inst) {
   // Shape rules (spec 1.2/2.2): transposes swap rows and columns and go Acc -> A/B.
   const uint32_t expectRows = transpose ? from.colsId : from.rowsId;
   const uint32_t expectCols = transpose ? from.rowsId : from.colsId;
+  // Dimensions (or Uses) that are distinct specialization constants are only known to
+  // match once specialized: while the specialization is pending they are assumed to,
+  // and the pipeline-time lowering, with plain constants, checks them.
+  const bool pending = c.options.specializationPending;
+  auto unsettled = [&](uint32_t x, uint32_t y) { return pending && (t.IsSpecConstant(x) || t.IsSpecConstant(y)); };
   if (to.rowsId != expectRows || to.colsId != expectCols) {
-    auto same = [&](uint32_t x, uint32_t y) { return x == y || (t.ConstantValue(x) && t.ConstantValue(x) == t.ConstantValue(y)); };
-    if (!same(to.rowsId, expectRows) || !same(to.colsId, expectCols))
-      Fail(Describe(inst) + ": Result dimensions do not match the Matrix dimensions" + (transpose ? " transposed" : ""));
+    auto same = [&](uint32_t x, uint32_t y) {
+      return x == y || (t.ConstantValue(x) && t.ConstantValue(x) == t.ConstantValue(y)) || unsettled(x, y);
+    };
+    if (!same(to.rowsId, expectRows) || !same(to.colsId, expectCols)) {
+      auto show = [&](uint32_t id) {
+        auto v = t.ConstantValue(id);
+        return v ? std::to_string(*v) : "%" + std::to_string(id);
+      };
+      Fail(Describe(inst) + ": Result dimensions " + show(to.rowsId) + "x" + show(to.colsId) +
+           " do not match the Matrix dimensions " + show(expectRows) + "x" + show(expectCols) +
+           (transpose ? " (transposed)" : "") +
+           (c.options.specialization ? " once specialized" : ""));
+    }
   }
+  if (unsettled(from.useId, to.useId)) return shape;  // the Use rules are checked once specialized
   if (transpose && (from.use != MatrixUse::Accumulator || to.use == MatrixUse::Accumulator))
     Fail(Describe(inst) + ": a transposing conversion must go from an Accumulator to an A or B matrix");
   if (from.use != MatrixUse::Accumulator && to.use != MatrixUse::Accumulator)

@@ -107,6 +107,13 @@ struct Context {
   // id), and whether any subgroup shuffle was emitted (needs GroupNonUniformShuffle).
   std::map<uint32_t, bool> registerPath;
   bool usesShuffle = false;
+  // The subgroup sizes pipelines may run with that the register path must cover
+  // (LowerOptions::subgroupSizes, else the layouts' sizes), and the one whose code is
+  // being emitted (0: none chosen; RegisterLayout then answers only for a single size).
+  std::vector<uint32_t> subgroupSizes;
+  uint32_t activeSubgroupSize = 0;
+  // A lowered operation touched a matrix type with specialization-constant shape or Use.
+  bool dependsOnSpecialization = false;
 
   Context(ir::Module& m, TypeManager& t, const LowerOptions& o, LowerStats& s)
       : module(m), types(t), options(o), stats(s), scratch(*this) {}
@@ -149,6 +156,10 @@ class Builder {
   // A Function-storage variable of `type`, placed with the entry block's variables.
   uint32_t Variable(uint32_t type);
 
+  // switch (selector) { case values[k]: body(k) } as a structured selection whose
+  // default is the last case; each body ends where it leaves the cursor, and the
+  // cursor continues in the merge block.
+  void Switch(uint32_t selector, const std::vector<uint32_t>& values, const std::function<void(size_t)>& body);
   // for (i = begin; i < end; i += step) body(i), as a structured loop.
   void Loop(uint32_t begin, uint32_t end, uint32_t step, const std::function<void(uint32_t)>& body);
 
@@ -201,6 +212,9 @@ bool TakesRegisterPath(Context& context, const ir::Instruction& inst);
 bool CanLowerReduceInRegisters(Context& context, const ir::Instruction& inst);
 void LowerReduceInRegisters(Builder& b, FunctionState& fs, const ir::Instruction& inst);
 bool ConversionUsesScratch(Context& context, const ir::Instruction& inst);
+
+// Applies a pipeline's specialization and freezes every specialization constant (specialize.cpp).
+void FreezeSpecialization(ir::Module& module, const Specialization& specialization);
 
 // "OpFoo %12" for error messages.
 std::string Describe(const ir::Instruction& inst);

@@ -115,11 +115,18 @@ const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uin
   const uint32_t vkType = VkComponentType(c.types, componentType, ok);
   const auto rows = c.types.ConstantValue(rowsId), cols = c.types.ConstantValue(colsId);
   if (!ok || !rows || !cols) return nullptr;  // specialization constants are never matched
+  // The size whose code is being emitted; with none chosen, only a single size can answer.
+  uint32_t size = c.activeSubgroupSize;
+  if (!size) {
+    if (c.subgroupSizes.size() != 1) return nullptr;
+    size = c.subgroupSizes.front();
+  }
   const LinearLayout* found = nullptr;
   for (const LinearLayout& l : c.options.layouts) {
     const LayoutKey& k = l.key;
-    if (k.componentType != vkType || k.use != static_cast<uint32_t>(use) || k.rows != *rows || k.cols != *cols) continue;
-    if (found && found->key.subgroupSize != k.subgroupSize) return nullptr;  // ambiguous: which size runs?
+    if (k.componentType != vkType || k.use != static_cast<uint32_t>(use) || k.rows != *rows || k.cols != *cols ||
+        k.subgroupSize != size)
+      continue;
     if (!found) found = &l;
   }
   if (!found || found->length > kMaxLength || !ValidateLayout(*found).empty()) return nullptr;
@@ -366,22 +373,74 @@ std::optional<GatherPlan> PlanRegisterMove(const Context&, const LinearLayout* f
   return PlanGather(*from, ~0u, ~0u, {}, *to, targets);
 }
 
+// Sets the subgroup size whose register code is being planned or emitted, for a scope.
+class ActiveSubgroupSize {
+ public:
+  ActiveSubgroupSize(Context& c, uint32_t size) : c_(c), saved_(c.activeSubgroupSize) { c.activeSubgroupSize = size; }
+  ~ActiveSubgroupSize() { c_.activeSubgroupSize = saved_; }
+  ActiveSubgroupSize(const ActiveSubgroupSize&) = delete;
+  ActiveSubgroupSize& operator=(const ActiveSubgroupSize&) = delete;
+
+ private:
+  Context& c_;
+  uint32_t saved_;
+};
+
+bool HasRegisterLayouts(Context& c, const CoopMatType& type) {
+  if (c.subgroupSizes.empty()) return false;
+  return std::all_of(c.subgroupSizes.begin(), c.subgroupSizes.end(), [&](uint32_t size) {
+    ActiveSubgroupSize active(c, size);
+    return RegisterLayout(c, type) != nullptr;
+  });
+}
+
 bool TakesRegisterPath(Context& c, const ir::Instruction& inst) {
-  if (c.options.layouts.empty()) return false;
+  if (c.options.layouts.empty() || c.subgroupSizes.empty()) return false;
   if (auto it = c.registerPath.find(inst.resultId); it != c.registerPath.end()) return it->second;
-  bool registers = false;
   TypeManager& t = c.types;
-  switch (inst.opcode) {
-    case spv::Op::OpCooperativeMatrixGetCoordinateEXT:
-    case spv::Op::OpCooperativeMatrixPerElementOpEXT: {
-      auto type = t.CoopMatInfo(t.TypeOf(inst.Operand(0)));
-      registers = type && RegisterLayout(c, *type);
-      break;
+  // Register code only when every size the pipeline may run with has its own.
+  bool registers = true;
+  for (uint32_t size : c.subgroupSizes) {
+    ActiveSubgroupSize active(c, size);
+    switch (inst.opcode) {
+      case spv::Op::OpCooperativeMatrixGetCoordinateEXT:
+      case spv::Op::OpCooperativeMatrixPerElementOpEXT: {
+        auto type = t.CoopMatInfo(t.TypeOf(inst.Operand(0)));
+        registers &= type && RegisterLayout(c, *type);
+        break;
+      }
+      case spv::Op::OpCooperativeMatrixReduceEXT: registers &= CanLowerReduceInRegisters(c, inst); break;
+      default: registers &= !ConversionUsesScratch(c, inst); break;
     }
-    case spv::Op::OpCooperativeMatrixReduceEXT: registers = CanLowerReduceInRegisters(c, inst); break;
-    default: registers = !ConversionUsesScratch(c, inst); break;
+    if (!registers) break;
   }
   return c.registerPath[inst.resultId] = registers;
+}
+
+void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst, const std::function<void(Builder&, const ir::Instruction&)>& lower) {
+  Context& c = b.context();
+  if (c.subgroupSizes.size() == 1) {
+    ActiveSubgroupSize active(c, c.subgroupSizes.front());
+    lower(b, inst);
+    return;
+  }
+  // One version per size, chosen by SubgroupSize; each stores its result in a
+  // Function variable the merge block loads (drivers promote it to registers).
+  TypeManager& t = c.types;
+  const uint32_t variable = b.Variable(inst.typeId);
+  const uint32_t selector = b.Emit(spv::Op::OpLoad, t.Uint(), {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
+  LowerStats afterFirst;
+  b.Switch(selector, c.subgroupSizes, [&](size_t k) {
+    ActiveSubgroupSize active(c, c.subgroupSizes[k]);
+    ir::Instruction version = inst;
+    version.resultId = c.module.TakeId();
+    t.SetTypeOf(version.resultId, inst.typeId);
+    lower(b, version);
+    b.EmitVoid(spv::Op::OpStore, {variable, version.resultId});
+    if (k == 0) afterFirst = c.stats;
+  });
+  c.stats = afterFirst;  // one operation, however many versions
+  b.Emit(spv::Op::OpLoad, inst.typeId, {variable}, inst.resultId);
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> InRegisterReduceBasis(const std::vector<uint32_t>& indexXors) {

@@ -22,14 +22,23 @@ namespace coopmat {
 // dimensions, an unmapped component type, or layouts of several subgroup sizes).
 const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use);
 inline const LinearLayout* RegisterLayout(const Context& c, const CoopMatType& type) {
+  if (!c.types.ConstantValue(type.useId)) return nullptr;  // a specialization-constant Use
   return RegisterLayout(c, type.componentType, type.rowsId, type.colsId, type.use);
 }
+// Whether `type` has a register layout at every subgroup size the pipeline may run with.
+bool HasRegisterLayouts(Context& c, const CoopMatType& type);
 
 // XOR over the set bits k of the uint `x` of the constant images[k], as shift
 // and mask arithmetic (folded when x is a constant).
 uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images);
 // Row (or column) of element `index` (a uint id) of the invocation: lane part XOR index part.
 uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLayout& layout, uint32_t index, bool column);
+
+// Lowers a register-path operation once per subgroup size the pipeline may run with:
+// directly when there is one, else in an OpSwitch on the SubgroupSize built-in whose
+// cases each hold one size's code (the result is carried through a Function variable).
+void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst,
+                              const std::function<void(Builder&, const ir::Instruction&)>& lower);
 
 // Whether values of this scalar type can cross lanes: 32-bit ones directly, 8- and
 // 16-bit ones widened to 32 bits, which needs the module's Int8/Int16/Float16.

@@ -120,6 +120,12 @@ std::optional<uint32_t> TypeManager::ConstantValue(uint32_t id) const {
   return def->operands[0];
 }
 
+std::optional<uint32_t> TypeManager::SpecConstantDefault(uint32_t id) const {
+  const ir::Instruction* def = GlobalDef(id);
+  if (!def || def->opcode != spv::Op::OpSpecConstant || def->operands.size() != 1) return std::nullopt;
+  return def->operands[0];
+}
+
 bool TypeManager::IsSpecConstant(uint32_t id) const {
   const ir::Instruction* def = GlobalDef(id);
   if (!def) return false;

@@ -65,6 +65,8 @@ class TypeManager {
   // Value of a plain (non-specialization) 32-bit-or-narrower integer constant.
   std::optional<uint32_t> ConstantValue(uint32_t id) const;
   bool IsSpecConstant(uint32_t id) const;
+  // The default value of an OpSpecConstant of 32 bits or fewer.
+  std::optional<uint32_t> SpecConstantDefault(uint32_t id) const;
 
   // The shape of an OpTypeCooperativeMatrixKHR, or nullopt when id is not one.
   std::optional<CoopMatType> CoopMatInfo(uint32_t typeId) const;

@@ -1,6 +1,7 @@
 // coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]
 //               [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]
 //               [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...
+//               [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]
 // Lowers SPV_EXT_cooperative_matrix_maintenance1 to SPV_KHR_cooperative_matrix.
 // --matrix-properties describes one VkCooperativeMatrixPropertiesKHR of the target
 // driver (component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64, e.g.
@@ -9,9 +10,16 @@
 // coopmat-info --layouts writes); --builtin-layouts adds a driver family's
 // built-in ones (lavapipe, radv-gfx11, radv-gfx12, cdna-mfma) at a subgroup size.
 // With layouts, operations on those exact types are lowered in registers.
+// --subgroup-sizes lists the sizes pipelines may run with (register code for each,
+// selected by SubgroupSize). --specialize freezes specialization constants first, as
+// the layer does at pipeline creation (VALUE: an integer, a float with a '.', true or
+// false; SpecIds not given keep their defaults). --pending lowers a module whose
+// shapes are specialization constants the way the layer does at module creation.
 #include <array>
 #include <charconv>
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -25,7 +33,8 @@ namespace {
 int Usage() {
   std::cerr << "usage: coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
                "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n"
-               "                     [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...\n";
+               "                     [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...\n"
+               "                     [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]\n";
   return 2;
 }
 
@@ -127,6 +136,41 @@ int main(int argc, char** argv) {
             found = true;
           }
       if (!found) return Error("--builtin-layouts needs FAMILY:SUBGROUP with FAMILY lavapipe, radv-gfx11, radv-gfx12 or cdna-mfma");
+    } else if (arg == "--subgroup-sizes") {
+      if (!value(text)) return Error("--subgroup-sizes needs N[,N...]");
+      for (size_t begin = 0; begin <= text.size();) {
+        const size_t end = std::min(text.find(',', begin), text.size());
+        uint32_t size = 0;
+        if (!ParseUint(text.substr(begin, end - begin), size) || size == 0) return Error("--subgroup-sizes needs N[,N...]");
+        options.subgroupSizes.push_back(size);
+        begin = end + 1;
+      }
+    } else if (arg == "--specialize") {
+      const size_t equals = value(text) ? text.find('=') : std::string::npos;
+      uint32_t id = 0;
+      if (equals == std::string::npos || !ParseUint(text.substr(0, equals), id))
+        return Error("--specialize needs ID=VALUE");
+      const std::string v = text.substr(equals + 1);
+      uint32_t bits = 0;
+      if (v == "true" || v == "false") {
+        bits = v == "true";
+      } else if (v.find('.') != std::string::npos) {
+        const float f = std::stof(v);
+        std::memcpy(&bits, &f, 4);
+      } else if (!v.empty() && v[0] == '-') {
+        int32_t signedValue = 0;
+        if (std::from_chars(v.data(), v.data() + v.size(), signedValue).ec != std::errc())
+          return Error("--specialize: bad value " + v);
+        bits = static_cast<uint32_t>(signedValue);
+      } else if (!ParseUint(v, bits)) {
+        return Error("--specialize: bad value " + v);
+      }
+      if (!options.specialization) options.specialization.emplace();
+      std::vector<uint8_t>& bytes = options.specialization->values[id];
+      bytes.resize(4);
+      std::memcpy(bytes.data(), &bits, 4);
+    } else if (arg == "--pending") {
+      options.specializationPending = true;
     } else if (arg == "-h" || arg == "--help") {
       Usage();
       return 0;
@@ -155,9 +199,10 @@ int main(int argc, char** argv) {
   if (stats) {
     const auto& s = result.stats;
     std::printf("ops lowered %u (getCoordinate %u, convertUse %u, convert %u, transpose %u, perElement %u, reduce %u; in registers %u), "
-                "words in %zu, words out %zu, %.1f us, scratch %u bytes per subgroup\n",
+                "words in %zu, words out %zu, %.1f us, scratch %u bytes per subgroup%s\n",
                 s.OpsLowered(), s.getCoordinate, s.convertUse, s.convert, s.transpose, s.perElement, s.reduce, s.registerPath, s.wordsIn,
-                s.wordsOut, s.microseconds, s.scratchBytesPerSubgroup);
+                s.wordsOut, s.microseconds, s.scratchBytesPerSubgroup,
+                result.dependsOnSpecialization ? ", depends on specialization" : "");
   }
   return 0;
 }

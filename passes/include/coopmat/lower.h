@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,6 +49,13 @@ struct SupportedMatrixType {
   uint32_t cols = 0;           // exact size, or the column granularity under flexibleDimensions
 };
 
+// A pipeline stage's specialization (VkSpecializationInfo): the bytes the app gave
+// for each SpecId. A value is read as the constant's own width (1, 2, 4 or 8 bytes;
+// VkBool32 for booleans), as Vulkan specifies.
+struct Specialization {
+  std::map<uint32_t, std::vector<uint8_t>> values;
+};
+
 struct LowerOptions {
   // Smallest subgroup size the pipeline can run with. The portable path slices its
   // Workgroup scratch per subgroup, so this bounds the number of slices.
@@ -85,6 +94,22 @@ struct LowerOptions {
   // element keep the portable path. 8- and 16-bit values cross lanes widened to
   // 32 bits, which needs the module's Int8/Int16/Float16 capability (else portable).
   std::vector<LinearLayout> layouts;
+  // The subgroup sizes a pipeline of the module may run with. An operation takes the
+  // register path only when every one of them has the layouts it needs; with several
+  // sizes its register code is emitted once per size and selected by the SubgroupSize
+  // built-in (a constant in every driver's compiler, so only one version survives).
+  // Empty: the sizes LowerOptions::layouts lists.
+  std::vector<uint32_t> subgroupSizes;
+
+  // Pipeline time: apply these specialization-constant values, then freeze every
+  // specialization constant into a plain constant (folding OpSpecConstantOp where it
+  // can) before lowering, so shapes are constants and the register path applies.
+  std::optional<Specialization> specialization;
+  // Module time, for a module the layer lowers again with each pipeline's
+  // specialization: accept relations between specialization-constant shapes or Uses
+  // that only the specialization can settle (a conversion between TM x TN and TM x TK
+  // assumes TN == TK). The pipeline-time lowering checks them and refuses a mismatch.
+  bool specializationPending = false;
 
   // Adds the types of one VkCooperativeMatrixPropertiesKHR (subgroup scope only;
   // from VkCooperativeMatrixFlexibleDimensionsPropertiesNV pass the granularities as
@@ -119,10 +144,18 @@ struct LowerStats {
 
 struct LowerResult {
   bool ok = false;
+  // Some lowered operation uses a matrix type whose rows, columns or Use are
+  // specialization constants: lowering with the pipeline's specialization can check
+  // its shapes and may take the register path.
+  bool dependsOnSpecialization = false;
   std::vector<uint32_t> words;  // the rewritten module when ok
   std::string error;            // what failed and where, when !ok
   LowerStats stats;
 };
+
+// Applies `specialization` and freezes every specialization constant (what a driver
+// does when it creates the pipeline). Fails only on input it cannot parse.
+LowerResult SpecializeModule(std::span<const uint32_t> words, const Specialization& specialization);
 
 // Rewrites every EXT operation into core KHR SPIR-V. Never throws, never crashes on
 // malformed input: such input yields ok == false with a message.

@@ -1,0 +1,84 @@
+// The pipeline-time lowering's cache: lowered SPIR-V by a 128-bit key of everything
+// the result depends on (the original module, the stage's specialization, the
+// subgroup sizes it may run with, the device's lowering options). In memory per
+// device, and on disk so a restarted app does not lower again. A key is produced at
+// most once: a thread that asks for a key another thread is lowering waits for it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace coopmat::layer {
+
+// $XDG_CACHE_HOME/coopmat-maintenance1 (or ~/.cache/...); empty when neither is set.
+std::filesystem::path CacheDirectory();
+
+struct Hash128 {
+  uint64_t low = 0, high = 0;
+  bool operator==(const Hash128&) const = default;
+  std::string Hex() const;
+};
+
+// Deterministic across runs and hosts of the same endianness (it names disk files).
+class Hasher {
+ public:
+  Hasher& Add(std::span<const uint32_t> words);
+  Hasher& Add(std::span<const uint8_t> bytes);
+  Hasher& Add(uint64_t value);
+  Hasher& Add(const std::string& text);
+  Hash128 Finish() const;
+
+ private:
+  void Mix(uint64_t word);
+  uint64_t a_ = 0x9e3779b97f4a7c15ull, b_ = 0xc2b2ae3d27d4eb4full;
+  uint64_t count_ = 0;
+};
+
+struct CachedLowering {
+  bool ok = false;
+  std::vector<uint32_t> words;  // the lowered module when ok
+  std::string error;            // why it cannot be lowered, when !ok
+  uint32_t opsLowered = 0, opsInRegisters = 0;
+};
+
+enum class CacheSource { Lowered, Memory, Disk };
+const char* ToString(CacheSource source);
+
+class LoweringCache {
+ public:
+  // directory: where entries are stored on disk (empty: memory only).
+  explicit LoweringCache(std::filesystem::path directory, size_t memoryEntries = 256);
+
+  // The entry for key, from memory, from disk or by calling lower() (once per key).
+  // Failed lowerings are kept in memory only.
+  std::shared_ptr<const CachedLowering> Get(const Hash128& key, const std::function<CachedLowering()>& lower,
+                                            CacheSource& source);
+
+  const std::filesystem::path& directory() const { return directory_; }
+
+ private:
+  struct HashOf {
+    size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.low ^ (h.high * 31)); }
+  };
+  using Future = std::shared_future<std::shared_ptr<const CachedLowering>>;
+
+  std::shared_ptr<const CachedLowering> ReadDisk(const Hash128& key) const;
+  void WriteDisk(const Hash128& key, const CachedLowering& entry) const;
+
+  std::filesystem::path directory_;
+  size_t capacity_;
+  std::mutex mutex_;
+  std::unordered_map<Hash128, Future, HashOf> entries_;
+  std::list<Hash128> order_;  // insertion order, for eviction
+};
+
+}  // namespace coopmat::layer
