@@ -152,6 +152,7 @@ uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physi
     h.Add(std::span(id.deviceUUID)).Add(std::span(id.driverUUID)).Add(properties.properties.driverVersion);
   }
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
+  h.Add(options.registerMovesWithShuffles);
   for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);
   for (const LinearLayout& layout : options.layouts) h.Add(FormatLayout(layout));
   return h.Finish().low;
@@ -159,6 +160,18 @@ uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physi
 
 template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
   slot = reinterpret_cast<Fn>(data.dispatch.GetDeviceProcAddr(data.device, name));
+}
+
+// The app enabled subgroupSizeControl and computeFullSubgroups (Vulkan 1.3 or
+// VK_EXT_subgroup_size_control): what a required subgroup size in the probe needs.
+bool SubgroupSizeControlEnabled(const VkDeviceCreateInfo* info) {
+  if (auto* v13 = reinterpret_cast<const VkPhysicalDeviceVulkan13Features*>(
+          FindInChain(info->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES)))
+    return v13->subgroupSizeControl && v13->computeFullSubgroups;
+  if (auto* control = reinterpret_cast<const VkPhysicalDeviceSubgroupSizeControlFeatures*>(
+          FindInChain(info->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES)))
+    return control->subgroupSizeControl && control->computeFullSubgroups;
+  return false;
 }
 
 // Layouts for the register path: from the cache or the probe. Best effort: anything
@@ -170,6 +183,8 @@ VkResult DiscoverDeviceLayouts(DeviceData& data, VkPhysicalDevice physicalDevice
   // using it yet, and it is idle again when the app first sees it.
   const std::optional<uint32_t> family = ComputeQueueFamily(instance, physicalDevice, createInfo);
   if (!instance.settings.layoutProbe || !family) return VK_SUCCESS;
+  // No probe whose result would be discarded (lowering=portable).
+  if (instance.settings.portableOnly) return VK_SUCCESS;
   const ProbeAllowance allowed = AllowedProbe(*createInfo, VK_MAKE_API_VERSION(0, 1, data.vulkanMinor, 0));
   if (!allowed.any) {
     Log(&instance, LogLevel::Info, std::string("layout probe skipped: the app did not enable ") + allowed.missing);
@@ -184,6 +199,7 @@ VkResult DiscoverDeviceLayouts(DeviceData& data, VkPhysicalDevice physicalDevice
   probe.float16Allowed = allowed.float16;
   probe.int8Allowed = allowed.int8;
   probe.fullSubgroupsFlag = allowed.fullSubgroupsFlag;
+  probe.requireSubgroupSize = SubgroupSizeControlEnabled(createInfo);
   auto getQueue = reinterpret_cast<PFN_vkGetDeviceQueue>(nextGetDeviceProcAddr(data.device, "vkGetDeviceQueue"));
   if (!getQueue) return VK_SUCCESS;
   getQueue(data.device, *family, 0, &probe.queue);
@@ -226,6 +242,8 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
     if (!instance.settings.portableOnly)
       data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
     data->lowerOptions.subgroupSizes = SupportedSubgroupSizes(data->physicalDevice);
+    if (const std::optional<DriverFamily> family = RecognizedFamily(*data, physicalDevice))
+      ApplyMeasuredCosts(*family, data->lowerOptions);
     data->optionsFingerprint = OptionsFingerprint(instance, physicalDevice, data->lowerOptions);
     data->loweringCache = std::make_unique<LoweringCache>(
         instance.settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path());

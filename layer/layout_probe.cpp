@@ -239,6 +239,14 @@ class ProbeRun {
     pipelineInfo.stage.module = module_;
     pipelineInfo.stage.pName = "main";
     pipelineInfo.stage.pSpecializationInfo = &specialization;
+    // Where pipelines may run at several sizes, the probe runs at the key's size.
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
+        VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+    required.requiredSubgroupSize = key.subgroupSize;
+    if (context_.requireSubgroupSize) {
+      pipelineInfo.stage.pNext = &required;
+      pipelineInfo.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    }
     pipelineInfo.layout = pipelineLayout_;
     if (vk_.CreateComputePipelines(d, VK_NULL_HANDLE, 1, &pipelineInfo, nullptr, &pipeline_) != VK_SUCCESS)
       return false;
@@ -366,19 +374,25 @@ std::string Hex(const uint8_t* bytes, size_t n) {
 }
 
 struct DeviceIdentity {
-  std::string cacheName;  // unique per device, driver build and layer version
+  std::string cacheName;  // unique per device, driver build, subgroup sizes and layer version
   VkDriverId driverId = VkDriverId(0);
+  std::string deviceName;
 };
 
-DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalDevice) {
+DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalDevice,
+                        const std::vector<uint32_t>& subgroupSizes) {
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, &driver};
   VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
   instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
   DeviceIdentity identity;
   identity.driverId = driver.driverID;
+  identity.deviceName = properties.properties.deviceName;
+  // The sizes belong in the key: a driver setting can change them and leave the UUIDs alone.
+  std::string sizes;
+  for (uint32_t size : subgroupSizes) sizes += "-sg" + std::to_string(size);
   identity.cacheName = "layouts-" + Hex(id.deviceUUID, VK_UUID_SIZE) + "-" + Hex(id.driverUUID, VK_UUID_SIZE) + "-" +
-                       std::to_string(properties.properties.driverVersion) + "-" COOPMAT_LAYER_VERSION ".txt";
+                       std::to_string(properties.properties.driverVersion) + sizes + "-" COOPMAT_LAYER_VERSION ".txt";
   return identity;
 }
 
@@ -415,62 +429,92 @@ bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayou
   return !ec;
 }
 
-std::optional<DriverFamily> KnownFamily(VkDriverId driverId) {
-  if (driverId == VK_DRIVER_ID_MESA_LLVMPIPE) return DriverFamily::Lavapipe;
+// RADV names the chip in deviceName, e.g. "AMD Radeon RX 7900 XTX (RADV NAVI31)",
+// "AMD Radeon RX 9070 XT (RADV GFX1201)". GFX11 (NAVI3x, GFX110x, GFX115x) has the
+// replicated A/B layout; GFX11.7 (GFX117x) and GFX12 (GFX12xx, NAVI4x) the C layout
+// (layouts.md sections 3 and 4; its GFX12 A/B table is that of current Mesa).
+std::optional<DriverFamily> RadvFamily(const std::string& deviceName) {
+  const size_t radv = deviceName.find("(RADV ");
+  if (radv == std::string::npos) return std::nullopt;
+  const std::string chip = deviceName.substr(radv + 6);
+  auto starts = [&](const char* prefix) { return chip.rfind(prefix, 0) == 0; };
+  if (starts("GFX117") || starts("GFX12") || starts("NAVI4")) return DriverFamily::RadvGfx12;
+  if (starts("GFX11") || starts("NAVI3")) return DriverFamily::RadvGfx11;
   return std::nullopt;
+}
+
+std::optional<DriverFamily> KnownFamily(const DeviceIdentity& identity) {
+  if (identity.driverId == VK_DRIVER_ID_MESA_LLVMPIPE) return DriverFamily::Lavapipe;
+  if (identity.driverId == VK_DRIVER_ID_MESA_RADV) return RadvFamily(identity.deviceName);
+  return std::nullopt;
+}
+
+// Every subgroup size a compute pipeline on the device may run at: the powers of
+// two in [minSubgroupSize, maxSubgroupSize].
+std::vector<uint32_t> SubgroupSizes(const PhysicalDeviceInfo& info) {
+  std::vector<uint32_t> sizes;
+  for (uint32_t size = info.minSubgroupSize; size != 0 && size <= info.maxSubgroupSize; size *= 2) sizes.push_back(size);
+  return sizes;
+}
+
+bool Supported(const std::vector<uint32_t>& sizes, const LinearLayout& layout) {
+  return std::find(sizes.begin(), sizes.end(), layout.key.subgroupSize) != sizes.end();
+}
+
+// The family's built-in layouts of every key the driver lists, at every size.
+std::vector<LinearLayout> BuiltinFor(DriverFamily family, const std::vector<LayoutKey>& keys) {
+  std::vector<LinearLayout> out;
+  for (const LayoutKey& key : keys)
+    if (std::optional<LinearLayout> layout = BuiltinLayout(family, key)) out.push_back(*layout);
+  return out;
 }
 
 }  // namespace
 
-std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost) {
-  const InstanceData& instance = *device.instance;
-  const DeviceIdentity identity = Identify(instance, context.physicalDevice);
-  const std::filesystem::path directory = CacheDirectory();
-  const std::filesystem::path cachePath = directory.empty() ? std::filesystem::path() : directory / identity.cacheName;
-  if (!cachePath.empty()) {
-    if (auto cached = ReadCache(cachePath)) {
-      Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->size()) + " from " + cachePath.string());
-      for (const LinearLayout& layout : *cached) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout));
-      return *cached;
-    }
-  }
+namespace {
 
-  Functions vk;
-  if (!vk.Load(context.device, context.getDeviceProcAddr)) {
-    Log(&instance, LogLevel::Warning, "layout probe: the driver lacks a function it needs; using the portable path");
-    return {};
-  }
-  const uint32_t subgroupSize = device.physicalDevice.subgroupSize;
+// What one pass of the probe over every key found.
+struct ProbeOutcome {
   std::vector<LinearLayout> layouts;
   std::vector<std::string> notes;
-  bool complete = true;  // a probe limited by the app's features is not cached for other apps
-  const std::optional<DriverFamily> family = KnownFamily(identity.driverId);
-  for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, subgroupSize)) {
+  bool runFailed = false;  // a key could not be probed or fitted nothing: not cacheable
+  bool limited = false;    // some types were left out for the app's features: not cacheable for other apps
+  bool deviceLost = false;
+};
+
+ProbeOutcome Probe(const InstanceData& instance, const ProbeContext& context, const std::vector<LayoutKey>& keys,
+                   std::optional<DriverFamily> family) {
+  ProbeOutcome out;
+  Functions vk;
+  if (!vk.Load(context.device, context.getDeviceProcAddr)) {
+    out.notes.push_back("the driver lacks a function the probe needs");
+    out.runFailed = true;
+    return out;
+  }
+  for (const LayoutKey& key : keys) {
     const ProbeShader* shader = ShaderFor(key.componentType);
     if (shader && !context.TypeAllowed(key.componentType)) {
-      notes.push_back("not probed: " + ToString(key) + " (the app did not enable the features its probe needs)");
-      complete = false;
+      out.notes.push_back("not probed: " + ToString(key) + " (the app did not enable the features its probe needs)");
+      out.limited = true;
       continue;
     }
     if (!shader || std::max(key.rows, key.cols) - 1 > shader->largestCode) {
-      notes.push_back("not probed: " + ToString(key) + " (no probe for this type or shape)");
+      out.notes.push_back("not probed: " + ToString(key) + " (no probe for this type or shape)");
       continue;
     }
     std::string error;
     ProbeRun run(context, vk, instance);
     const std::optional<std::vector<Coord>> observed = run.Run(key, *shader, error);
     if (run.DeviceLost()) {
-      Log(&instance, LogLevel::Error, "layout probe: " + ToString(key) + ": the device was lost");
-      *deviceLost = true;
-      return {};
+      out.notes.push_back("the device was lost probing " + ToString(key));
+      out.deviceLost = true;
+      return out;
     }
     FitResult fit;
     if (observed) fit = FitLinearLayout(key, *observed);
     if (!observed || !fit.ok) {
-      const std::string why = observed ? fit.error : error;
-      notes.push_back("no linear layout: " + ToString(key) + ": " + why);
-      Log(&instance, LogLevel::Warning,
-          "layout probe: " + ToString(key) + ": " + why + "; operations on it use the portable path");
+      out.notes.push_back("no linear layout: " + ToString(key) + ": " + (observed ? fit.error : error));
+      out.runFailed = true;
       continue;
     }
     if (family) {
@@ -480,42 +524,124 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
             std::string("layout probe: ") + ToString(key) + " differs from the built-in " + ToString(*family) +
                 " layout (probed: " + FormatLayout(fit.layout) + "; expected: " + FormatLayout(*expected) + ")");
     }
-    Log(&instance, LogLevel::Info, "layout: " + FormatLayout(fit.layout));
-    layouts.push_back(fit.layout);
+    out.layouts.push_back(fit.layout);
   }
-  if (!cachePath.empty() && complete && !WriteCache(cachePath, layouts, notes))
+  return out;
+}
+
+std::string Join(const std::vector<uint32_t>& sizes) {
+  std::string out;
+  for (uint32_t size : sizes) out += (out.empty() ? "" : ", ") + std::to_string(size);
+  return out;
+}
+
+}  // namespace
+
+std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost) {
+  const InstanceData& instance = *device.instance;
+  const std::vector<uint32_t> sizes = SubgroupSizes(device.physicalDevice);
+  const DeviceIdentity identity = Identify(instance, context.physicalDevice, sizes);
+  const std::optional<DriverFamily> family = KnownFamily(identity);
+  const std::filesystem::path directory = CacheDirectory();
+  const std::filesystem::path cachePath = directory.empty() ? std::filesystem::path() : directory / identity.cacheName;
+  if (!cachePath.empty()) {
+    if (auto cached = ReadCache(cachePath)) {
+      // A layout for a size pipelines here cannot run at would be applied to the wrong lanes.
+      std::erase_if(*cached, [&](const LinearLayout& layout) { return !Supported(sizes, layout); });
+      if (!cached->empty()) {
+        Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->size()) + " from " + cachePath.string());
+        for (const LinearLayout& layout : *cached) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout));
+        return *cached;
+      }
+    }
+  }
+
+  std::vector<LayoutKey> keys;
+  for (uint32_t size : sizes)
+    for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, size)) keys.push_back(key);
+  // Probing at a size other than the default needs a required size, which needs the
+  // app's subgroupSizeControl and computeFullSubgroups.
+  ProbeOutcome outcome;
+  if (sizes.size() == 1 || context.requireSubgroupSize) {
+    outcome = Probe(instance, context, keys, family);
+  } else {
+    outcome.runFailed = true;
+    outcome.notes.push_back("not probed: pipelines may run at subgroup sizes " + Join(sizes) +
+                            " and the device was created without subgroupSizeControl and computeFullSubgroups");
+  }
+  if (outcome.deviceLost) {
+    Log(&instance, LogLevel::Error, "layout probe: the device was lost");
+    *deviceLost = true;
+    return {};
+  }
+  if (outcome.layouts.empty()) {
+    // Nothing read (Mesa's drm-shim executes nothing; a failing dispatch): the
+    // published table of a recognised family, never cached, so that a working probe
+    // replaces it.
+    const auto failure = std::find_if(outcome.notes.begin(), outcome.notes.end(),
+                                      [](const std::string& note) { return note.rfind("not probed: ", 0) != 0; });
+    const std::string why = failure != outcome.notes.end() ? *failure
+                            : outcome.notes.empty()        ? "no key to probe"
+                                                           : outcome.notes.front();
+    std::vector<LinearLayout> builtin = family ? BuiltinFor(*family, keys) : std::vector<LinearLayout>{};
+    if (builtin.empty()) {
+      Log(&instance, LogLevel::Warning, "layout probe: no layout fitted (" + why + "); operations use the portable path");
+      return {};
+    }
+    Log(&instance, LogLevel::Info,
+        std::string("layouts: the probe fitted nothing (") + why + "); using the built-in " + ToString(*family) +
+            " table, " + std::to_string(builtin.size()) + " layouts at subgroup sizes " + Join(sizes));
+    return builtin;
+  }
+  for (const std::string& note : outcome.notes)
+    if (note.rfind("not probed: ", 0) != 0)
+      Log(&instance, LogLevel::Warning, "layout probe: " + note + "; operations on it use the portable path");
+  for (const LinearLayout& layout : outcome.layouts) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout));
+  if (!outcome.runFailed && !outcome.limited && !cachePath.empty() && !WriteCache(cachePath, outcome.layouts, outcome.notes))
     Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
-  return layouts;
+  return outcome.layouts;
 }
 
 }  // namespace coopmat::layer
 
 namespace coopmat::layer {
 
+std::optional<DriverFamily> RecognizedFamily(const DeviceData& device, VkPhysicalDevice physicalDevice) {
+  return KnownFamily(Identify(*device.instance, physicalDevice, SubgroupSizes(device.physicalDevice)));
+}
+
 std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
                                              const std::vector<LinearLayout>& probed) {
   const PhysicalDeviceInfo& info = device.physicalDevice;
-  if (probed.empty() || info.minSubgroupSize != info.maxSubgroupSize) return {};
+  if (probed.empty()) return {};
   // The register path moves elements with subgroup shuffles in compute shaders.
   const VkSubgroupFeatureFlags needed = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
   if ((info.subgroupOperations & needed) != needed || !(info.subgroupStages & VK_SHADER_STAGE_COMPUTE_BIT)) return {};
-  std::vector<LinearLayout> layouts = probed;
-  const std::optional<DriverFamily> family = KnownFamily(Identify(*device.instance, physicalDevice).driverId);
+  // Layouts of every size a pipeline may run at (the lowering picks per size, or
+  // stays portable where it cannot); none of a size it cannot run at.
+  const std::vector<uint32_t> sizes = SubgroupSizes(info);
+  std::vector<LinearLayout> layouts;
+  for (const LinearLayout& layout : probed)
+    if (Supported(sizes, layout)) layouts.push_back(layout);
+  const std::optional<DriverFamily> family = KnownFamily(Identify(*device.instance, physicalDevice, sizes));
   // Other shapes exist only under NV flexible dimensions.
-  if (!family || !device.lowerOptions.flexibleDimensions) return layouts;
-  const bool agrees = std::all_of(probed.begin(), probed.end(), [&](const LinearLayout& layout) {
+  if (layouts.empty() || !family || !device.lowerOptions.flexibleDimensions) return layouts;
+  const bool agrees = std::all_of(layouts.begin(), layouts.end(), [&](const LinearLayout& layout) {
     const std::optional<LinearLayout> expected = BuiltinLayout(*family, layout.key);
     return expected && *expected == layout;
   });
   if (!agrees) return layouts;
   // Built-in shapes the probe did not cover, for the component types the driver lists.
-  for (const LinearLayout& builtin : BuiltinLayouts(*family, info.subgroupSize)) {
-    const bool known = std::any_of(layouts.begin(), layouts.end(),
-                                   [&](const LinearLayout& l) { return l.key == builtin.key; });
-    const bool listedType = std::any_of(probed.begin(), probed.end(), [&](const LinearLayout& l) {
-      return l.key.componentType == builtin.key.componentType && l.key.use == builtin.key.use;
-    });
-    if (!known && listedType) layouts.push_back(builtin);
+  const std::vector<LinearLayout> listed = layouts;
+  for (uint32_t size : sizes) {
+    for (const LinearLayout& builtin : BuiltinLayouts(*family, size)) {
+      const bool known = std::any_of(layouts.begin(), layouts.end(),
+                                     [&](const LinearLayout& l) { return l.key == builtin.key; });
+      const bool listedType = std::any_of(listed.begin(), listed.end(), [&](const LinearLayout& l) {
+        return l.key.componentType == builtin.key.componentType && l.key.use == builtin.key.use;
+      });
+      if (!known && listedType) layouts.push_back(builtin);
+    }
   }
   return layouts;
 }

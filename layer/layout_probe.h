@@ -7,6 +7,7 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,19 +34,27 @@ struct ProbeContext {
     if (componentType == VK_COMPONENT_TYPE_UINT8_KHR || componentType == VK_COMPONENT_TYPE_SINT8_KHR) return int8Allowed;
     return true;
   }
+  // The app enabled subgroupSizeControl and computeFullSubgroups: the probe may
+  // require each subgroup size (needed where pipelines run at several).
+  bool requireSubgroupSize = false;
 };
 
-// Discovers (or loads from the cache) the layouts of every KHR-listed type at the
-// device's default subgroup size. Logs what it finds, compares with the built-in
-// table of a known driver, and returns only layouts that fitted.
+// Discovers (or loads from the cache) the layouts of every KHR-listed type at every
+// subgroup size a pipeline may run at. Logs what it finds, compares with the
+// built-in table of a known driver, and returns only layouts that fitted; where the
+// probe fits nothing (it cannot run, or reads nothing), the built-in table of a
+// recognised family. Only a probe where every key fitted is cached.
 // Sets *deviceLost when the device was lost while probing (vkCreateDevice then fails).
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost);
 
 // The layouts the register path may rely on: the probed ones and, when the app
 // enabled NV flexible dimensions on a known driver whose probed layouts all agree
-// with its built-in table, the table's other shapes. Empty when pipelines on the
-// device may run at more than one subgroup size (the layouts differ per size) or
-// compute shaders lack subgroup shuffles.
+// with its built-in table, the table's other shapes; for every subgroup size a
+// pipeline may run at (the lowering chooses per size). Empty when compute shaders
+// lack subgroup shuffles.
+// The driver family whose published layouts (and measured costs) apply, if known.
+std::optional<DriverFamily> RecognizedFamily(const DeviceData& device, VkPhysicalDevice physicalDevice);
+
 std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
                                              const std::vector<LinearLayout>& probed);
 

@@ -1,6 +1,7 @@
 // vkGetPhysicalDeviceCooperativeMatrixProperties2EXT answered from the driver's
 // KHR list (spec.md §5.3): filter by scope and saturating flag, granularity = the
-// KHR sizes (the KHR types are exact sizes, so they are valid granularities).
+// KHR sizes (the KHR types are exact sizes, so they are valid granularities); the
+// same list at every valid subgroup size and at 0.
 #include <algorithm>
 #include <vector>
 
@@ -115,9 +116,11 @@ VKAPI_ATTR VkResult VKAPI_CALL GetPhysicalDeviceCooperativeMatrixProperties2EXT(
   std::vector<VkCooperativeMatrixProperties2EXT> list;
   if (const std::string invalid = InvalidInput(device, *pCooperativeMatrixInfo); !invalid.empty()) {
     Log(instance, LogLevel::Warning, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT: " + invalid);
-  } else if (pCooperativeMatrixInfo->subgroupSize == 0 || pCooperativeMatrixInfo->subgroupSize == device.subgroupSize) {
-    // KHR properties describe shaders at the default (or unknown) subgroup size; for
-    // other sizes the driver has not told us anything, so the answer is empty.
+  } else {
+    // KHR properties hold for a pipeline at any subgroup size it may run at (KHR ties
+    // no configuration to a size, and an app may require any size in [min, max]:
+    // RADV runs cooperative matrices at wave32 and wave64), so every valid size,
+    // and 0, gets the whole list.
     std::vector<VkCooperativeMatrixPropertiesKHR> khr;
     const VkResult result = QueryKhr(*instance, physicalDevice, khr);
     if (result != VK_SUCCESS) {

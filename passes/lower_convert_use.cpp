@@ -139,7 +139,8 @@ bool SignednessOnly(TypeManager& t, uint32_t a, uint32_t b) {
 std::optional<GatherPlan> MovePlan(const Context& c, const LinearLayout* from, const LinearLayout* to, bool transpose,
                                    uint32_t shuffled) {
   auto plan = PlanRegisterMove(c, from, to, transpose);
-  if (plan && plan->NeedsShuffle() && !CanShuffle(c, shuffled)) return std::nullopt;
+  if (plan && plan->NeedsShuffle() && (!CanShuffle(c, shuffled) || !c.options.registerMovesWithShuffles))
+    return std::nullopt;
   return plan;
 }
 
@@ -187,7 +188,8 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
   if (s.registers) return s;
   // Element-wise conversion during a register move, when the module may convert the scalars.
   if (CanConvertScalars(c, from.componentType, to.componentType)) {
-    if (auto plan = PlanRegisterMove(c, fromLayout, toLayout, transpose)) {
+    if (auto plan = PlanRegisterMove(c, fromLayout, toLayout, transpose);
+        plan && (!plan->NeedsShuffle() || c.options.registerMovesWithShuffles)) {
       s.route = Route::Scalars;
       s.registers = plan;
     }

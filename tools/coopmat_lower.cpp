@@ -133,6 +133,7 @@ int main(int argc, char** argv) {
           if (text.substr(0, colon) == coopmat::ToString(family)) {
             const auto builtin = coopmat::BuiltinLayouts(family, size);
             options.layouts.insert(options.layouts.end(), builtin.begin(), builtin.end());
+            coopmat::ApplyMeasuredCosts(family, options);  // lower as the layer would for that family
             found = true;
           }
       if (!found) return Error("--builtin-layouts needs FAMILY:SUBGROUP with FAMILY lavapipe, radv-gfx11, radv-gfx12 or cdna-mfma");

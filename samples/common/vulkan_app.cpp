@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 namespace sample {
 namespace {
@@ -26,6 +27,29 @@ bool HasLayer(const char* name) {
 bool HasExtension(const std::vector<VkExtensionProperties>& list, const char* name) {
   return std::any_of(list.begin(), list.end(), [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
+
+// Sets environment variables for its lifetime and puts back what was there before.
+class ScopedEnvironment {
+ public:
+  explicit ScopedEnvironment(const std::vector<std::pair<std::string, std::string>>& variables) {
+    for (const auto& [name, value] : variables) {
+      const char* old = std::getenv(name.c_str());
+      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
+      setenv(name.c_str(), value.c_str(), 1);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1);
+      else unsetenv(it->first.c_str());
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
 
 }  // namespace
 
@@ -87,7 +111,11 @@ void Context::CreateInstance(const ContextOptions& options) {
     settings.pSettings = &lowering;
     info.pNext = &settings;
   }
-  const VkResult created = vkCreateInstance(&info, nullptr, &instance_);
+  VkResult created;
+  {
+    const ScopedEnvironment driverEnvironment(options.driverEnvironment);
+    created = vkCreateInstance(&info, nullptr, &instance_);
+  }
   if (!options.layer) unsetenv(disable);
   Check(created, "vkCreateInstance");
   layer_ = options.layer;
@@ -125,13 +153,17 @@ void Context::CreateDevice(const ContextOptions& options) {
   }
   if (!physicalDevice_) throw std::runtime_error("no device with VK_KHR_cooperative_matrix");
 
-  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceSubgroupSizeControlProperties sizeControl{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, &sizeControl};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, &subgroup};
   VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &driver};
   vkGetPhysicalDeviceProperties2(physicalDevice_, &properties);
   deviceName_ = properties.properties.deviceName;
   driverInfo_ = std::string(driver.driverName) + " " + driver.driverInfo;
   subgroupSize_ = subgroup.subgroupSize;
+  minSubgroupSize_ = sizeControl.minSubgroupSize ? sizeControl.minSubgroupSize : subgroupSize_;
+  maxSubgroupSize_ = sizeControl.maxSubgroupSize ? sizeControl.maxSubgroupSize : subgroupSize_;
   driverId_ = driver.driverID;
   vkGetPhysicalDeviceMemoryProperties(physicalDevice_, &memory_);
 
@@ -146,6 +178,10 @@ void Context::CreateDevice(const ContextOptions& options) {
   VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT m1{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT};
   VkPhysicalDeviceCooperativeMatrix2FeaturesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executableInfo{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  VkPhysicalDeviceShaderFloat8FeaturesEXT fp8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT};
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR khr{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   VkPhysicalDeviceVulkan13Features v13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES, &khr};
   VkPhysicalDeviceVulkan12Features v12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, &v13};
@@ -166,6 +202,24 @@ void Context::CreateDevice(const ContextOptions& options) {
     *tail = &nv;
     tail = &nv.pNext;
   }
+  const bool wantStatistics =
+      options.pipelineStatistics && HasExtension(extensions, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  if (wantStatistics) {
+    enabled.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    *tail = &executableInfo;
+    tail = &executableInfo.pNext;
+  }
+  // bf16 and fp8 matrices (opbench's cases on drivers that list them).
+  if (HasExtension(extensions, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME)) {
+    enabled.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+    *tail = &bf16;
+    tail = &bf16.pNext;
+  }
+  if (HasExtension(extensions, VK_EXT_SHADER_FLOAT8_EXTENSION_NAME)) {
+    enabled.push_back(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME);
+    *tail = &fp8;
+    tail = &fp8.pNext;
+  }
   vkGetPhysicalDeviceFeatures2(physicalDevice_, &features);
   if (!khr.cooperativeMatrix) throw std::runtime_error("cooperativeMatrix feature not supported");
 
@@ -179,9 +233,15 @@ void Context::CreateDevice(const ContextOptions& options) {
   want12.storageBuffer8BitAccess = v12.storageBuffer8BitAccess;
   want12.vulkanMemoryModel = v12.vulkanMemoryModel;
   want12.vulkanMemoryModelDeviceScope = v12.vulkanMemoryModelDeviceScope;
+  VkPhysicalDeviceVulkan13Features want13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  want13.subgroupSizeControl = options.pipelineStatistics && v13.subgroupSizeControl;
+  want13.computeFullSubgroups = options.pipelineStatistics && v13.computeFullSubgroups;
+  subgroupSizeControl_ = want13.subgroupSizeControl;
+  pipelineStatistics_ = wantStatistics && executableInfo.pipelineExecutableInfo;
   VkPhysicalDeviceFeatures2 request{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &want11};
   want11.pNext = &want12;
-  want12.pNext = &khr;  // khr -> [m1] -> [nv], the last two as the device reported them
+  want12.pNext = &want13;
+  want13.pNext = &khr;  // khr -> [m1] -> [nv] -> [...], the rest as the device reported them
   void* next = khr.pNext;
   khr = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR, next};
   khr.cooperativeMatrix = VK_TRUE;

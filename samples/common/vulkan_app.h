@@ -48,6 +48,12 @@ struct ContextOptions {
   // ("portable": every operation through the Workgroup scratch; "auto": the register
   // path where the driver's layout is known), chained as VkLayerSettingsCreateInfoEXT.
   const char* lowering = nullptr;
+  // Enable VK_KHR_pipeline_executable_properties (pipelineExecutableInfo) and subgroup
+  // size control, each where offered: what sample::CompileForStatistics uses.
+  bool pipelineStatistics = false;
+  // Environment variables set only while the driver's instance is created (Mesa's
+  // driconf options, e.g. radv_cooperative_matrix2_nv=true), then restored.
+  std::vector<std::pair<std::string, std::string>> driverEnvironment;
 };
 
 class Context {
@@ -66,6 +72,14 @@ class Context {
   const std::string& deviceName() const { return deviceName_; }
   const std::string& driverInfo() const { return driverInfo_; }  // "llvmpipe: Mesa 26.1.6 ..."
   uint32_t subgroupSize() const { return subgroupSize_; }
+  // [min, max] subgroup size a pipeline may require (both = subgroupSize() without
+  // subgroup size control).
+  uint32_t minSubgroupSize() const { return minSubgroupSize_; }
+  uint32_t maxSubgroupSize() const { return maxSubgroupSize_; }
+  // VK_KHR_pipeline_executable_properties and subgroup size control are enabled.
+  bool pipelineStatistics() const { return pipelineStatistics_; }
+  // subgroupSizeControl is enabled (ContextOptions::pipelineStatistics asks for it).
+  bool subgroupSizeControl() const { return subgroupSizeControl_; }
   VkDriverId driverId() const { return driverId_; }
   bool layerEnabled() const { return layer_; }
   // VK_EXT_cooperative_matrix_maintenance1 is enabled (natively or through the layer).
@@ -94,7 +108,8 @@ class Context {
   uint32_t queueFamily_ = 0;
   VkCommandPool commandPool_ = VK_NULL_HANDLE;
   std::string deviceName_, driverInfo_;
-  uint32_t subgroupSize_ = 0;
+  uint32_t subgroupSize_ = 0, minSubgroupSize_ = 0, maxSubgroupSize_ = 0;
+  bool pipelineStatistics_ = false, subgroupSizeControl_ = false;
   VkDriverId driverId_ = {};
   bool layer_ = false, maintenance1_ = false, nvCoopmat2_ = false, flexibleDimensions_ = false;
   std::vector<VkCooperativeMatrixPropertiesKHR> khrProperties_;

@@ -39,37 +39,15 @@
 #include "coopmat/lower.h"
 #include "half.h"
 #include "vulkan_app.h"
+#include "cases.h"
+#include "stats.h"
 
 namespace {
 
+using namespace opbench;
+
 // ---------------------------------------------------------------------------
-// Component types and matrices
-
-enum class Type { F16, F32, U8, S8, U32, S32 };
-
-struct TypeInfo {
-  const char* name;
-  uint32_t size;
-  bool isSigned;
-};
-
-TypeInfo Info(Type t) {
-  switch (t) {
-    case Type::F16: return {"f16", 2, true};
-    case Type::F32: return {"f32", 4, true};
-    case Type::U8: return {"u8", 1, false};
-    case Type::S8: return {"s8", 1, true};
-    case Type::U32: return {"u32", 4, false};
-    case Type::S32: return {"s32", 4, true};
-  }
-  return {"?", 0, false};
-}
-
-std::optional<Type> ParseType(const std::string& s) {
-  for (Type t : {Type::F16, Type::F32, Type::U8, Type::S8, Type::U32, Type::S32})
-    if (s == Info(t).name) return t;
-  return std::nullopt;
-}
+// Component values
 
 // Reads / writes element i of a tightly packed array of type t. Every value the
 // benchmark uses is a small integer, exact in every type.
@@ -96,70 +74,8 @@ void Store(Type t, void* data, size_t i, double v) {
   }
 }
 
-struct Matrix {
-  std::string use;  // a, b, acc
-  Type type;
-  uint32_t rows, cols;
-  std::string Shape() const { return std::to_string(rows) + "x" + std::to_string(cols); }
-  std::string Name() const { return use + "_" + Info(type).name + "_" + Shape(); }
-  std::string Label() const { return use + ":" + Info(type).name; }
-  size_t Elements() const { return size_t(rows) * cols; }
-};
-
-std::optional<Matrix> ParseMatrix(const std::string& spec) {  // "acc:f32:16x16"
-  const size_t a = spec.find(':'), b = spec.find(':', a + 1), x = spec.find('x', b + 1);
-  if (a == std::string::npos || b == std::string::npos || x == std::string::npos) return std::nullopt;
-  const std::string use = spec.substr(0, a);
-  const auto type = ParseType(spec.substr(a + 1, b - a - 1));
-  if ((use != "a" && use != "b" && use != "acc") || !type) return std::nullopt;
-  return Matrix{use, *type, static_cast<uint32_t>(std::stoul(spec.substr(b + 1, x - b - 1))),
-                static_cast<uint32_t>(std::stoul(spec.substr(x + 1)))};
-}
-
 // ---------------------------------------------------------------------------
-// Cases and the CPU reference
-
-// kPortable runs the layer's shader (cases.txt's "layer") on the lowering=portable instance.
-enum WayIndex { kLayer, kNative, kWorkaround, kPortable, kWays };
-constexpr int kListedWays = 3;  // the ways cases.txt names
-constexpr const char* kWayNames[kWays] = {"layer", "nv", "khr", "layer"};
-
-struct Case {
-  std::string op;  // getcoord, perelem, reduce_row, ..., convert, transpose
-  Matrix source, result;
-  bool has[kWays] = {};
-  // The shader name stem, as samples/opbench/CMakeLists.txt builds it.
-  std::string Name() const {
-    std::string name = op + "_" + source.Name();
-    if (source.use != result.use || source.type != result.type)
-      name += "_to_" + result.use + "_" + Info(result.type).name;
-    return name;
-  }
-  std::string TypeLabel() const {
-    return source.Label() == result.Label() ? source.Label() : source.Label() + "->" + result.Label();
-  }
-};
-
-std::vector<Case> ReadCases(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw std::runtime_error("cannot open " + path);
-  std::vector<Case> cases;
-  std::string line;
-  while (std::getline(file, line)) {
-    std::istringstream in(line);
-    std::string op, source, result, ways;
-    if (!(in >> op) || op[0] == '#') continue;
-    in >> source >> result >> ways;
-    const auto s = ParseMatrix(source), r = ParseMatrix(result);
-    if (!s || !r || ways.empty()) throw std::runtime_error(path + ": bad line: " + line);
-    Case c{op, *s, *r};
-    for (int w = 0; w < kListedWays; ++w)
-      c.has[w] = ("," + ways + ",").find(std::string(",") + kWayNames[w] + ",") != std::string::npos;
-    c.has[kPortable] = c.has[kLayer];
-    cases.push_back(c);
-  }
-  return cases;
-}
+// The CPU reference
 
 // Wraps a value the way the component type's arithmetic does (u8/s8 only matter here).
 double Wrap(Type t, double v) {
@@ -403,18 +319,6 @@ std::string TimeRatio(const CaseResult& r, int numerator, int denominator) {
   return text;
 }
 
-// --filter: a comma-separated list; a case runs when its name contains any item.
-bool Selected(const Case& c, const std::string& filter) {
-  if (filter.empty()) return true;
-  size_t start = 0;
-  while (start <= filter.size()) {
-    const size_t end = std::min(filter.find(',', start), filter.size());
-    if (end > start && c.Name().find(filter.substr(start, end - start)) != std::string::npos) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 void Usage() {
   std::fprintf(stderr,
                "usage: opbench [--matrices N] [--runs R] [--filter TEXT] [--csv] [--check-only] [--no-portable]\n"
@@ -426,12 +330,14 @@ void Usage() {
                "                (added us per dispatch, and the load+store baseline's us; layer = the layer's\n"
                "                default lowering)\n"
                "  --check-only  check every variant against the CPU reference, time nothing\n"
-               "  --no-portable skip the second instance with the layer setting lowering=portable\n");
+               "  --no-portable skip the second instance with the layer setting lowering=portable\n"
+               "  opbench --stats --help: the driver's static statistics per case, way and subgroup size\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--stats") == 0) return opbench::RunStatistics(argc - 2, argv + 2);
   Options options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

@@ -76,6 +76,7 @@ InstanceOptions WithFakeDriver() {
 TEST_CASE("faults: every call of the layout probe may fail; the device is still created and nothing leaks",
           "[layer][faults][malformed]") {
   auto path = FakeDriverOnPath();
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");  // lowering=portable runs no probe
   Instance instance(WithFakeDriver());
   REQUIRE(instance.ok());
   const Outcome clean = CreateWithFault(instance, "");
@@ -99,6 +100,7 @@ TEST_CASE("faults: every call of the layout probe may fail; the device is still 
 
 TEST_CASE("faults: a probe fence that times out is waited for before anything is destroyed", "[layer][faults][malformed]") {
   auto path = FakeDriverOnPath();
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");  // lowering=portable runs no probe
   Instance instance(WithFakeDriver());
   REQUIRE(instance.ok());
   const Outcome o = CreateWithFault(instance, "WaitForFences:1:" + std::to_string(VK_TIMEOUT));
@@ -109,6 +111,7 @@ TEST_CASE("faults: a probe fence that times out is waited for before anything is
 
 TEST_CASE("faults: a device lost while probing fails vkCreateDevice and destroys the device", "[layer][faults][malformed]") {
   auto path = FakeDriverOnPath();
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");  // lowering=portable runs no probe
   Instance instance(WithFakeDriver());
   REQUIRE(instance.ok());
   for (const std::string& fault : {"QueueSubmit:1:" + std::to_string(VK_ERROR_DEVICE_LOST),

@@ -536,10 +536,12 @@ TEST_CASE("shader modules are created concurrently from 8 threads", "[layer][thr
 
 TEST_CASE("validation above and below the layer sees nothing wrong", "[layer][validation]") {
   for (Validation where : {Validation::AboveLayer, Validation::BelowLayer}) {
-    // A fresh cache, so the layout probe runs under validation too.
+    // A fresh cache, so the layout probe runs under validation too (lowering=auto:
+    // lowering=portable runs no probe).
     const std::filesystem::path cache = TempPath("cache-validation");
     std::filesystem::remove_all(cache);
     ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
+    ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
     Instance instance(InstanceOptions{.validation = where});
     REQUIRE(instance.ok());
     (void)QueryFeatures(instance);
@@ -601,6 +603,7 @@ TEST_CASE("the layout probe finds every KHR type's layout and caches it", "[laye
   const std::filesystem::path cache = TempPath("cache");
   std::filesystem::remove_all(cache);
   ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");  // lowering=portable runs no probe
   Instance instance;
   REQUIRE(IsLavapipe(instance));
   {

@@ -100,6 +100,12 @@ struct LowerOptions {
   // Empty: the sizes LowerOptions::layouts lists.
   std::vector<uint32_t> subgroupSizes;
 
+  // Conversions and transposes whose register layouts differ move elements with
+  // subgroup shuffles; false takes the Workgroup round trip for those instead (moves
+  // between identical layouts stay plain register copies). Which is cheaper is a
+  // property of the driver's compiler, measured per family: ApplyMeasuredCosts.
+  bool registerMovesWithShuffles = true;
+
   // Pipeline time: apply these specialization-constant values, then freeze every
   // specialization constant into a plain constant (folding OpSpecConstantOp where it
   // can) before lowering, so shapes are constants and the register path applies.
@@ -151,6 +157,11 @@ struct LowerResult {
   std::string error;            // what failed and where, when !ok
   LowerStats stats;
 };
+
+// Sets the choices between register and scratch forms that the AMD compile lane and
+// the lavapipe benchmarks measured for a driver family (passes/costs.cpp holds the
+// figures). Families not listed keep the defaults.
+void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options);
 
 // Applies `specialization` and freezes every specialization constant (what a driver
 // does when it creates the pipeline). Fails only on input it cannot parse.

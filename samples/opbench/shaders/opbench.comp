@@ -28,7 +28,8 @@
 #define coopMatTransposeEXT coopMatTransposeNV
 #endif
 
-layout(local_size_x = 8) in;  // one subgroup (lavapipe's subgroup size is 8)
+layout(local_size_x = 8) in;  // one subgroup (lavapipe's subgroup size is 8) by default;
+layout(local_size_x_id = 0) in;  // opbench --stats specializes it to the required subgroup size
 
 layout(set = 0, binding = 0) readonly buffer Src { ET src[]; };
 layout(set = 0, binding = 1) writeonly buffer Dst { ET2 dst[]; };

@@ -1,0 +1,28 @@
+// Register or scratch, per driver family: the choices the measurements made.
+//
+// RADV (ACO), AMD compile lane (tests/amd, docs/performance.md, "AMD"), 16x16,
+// instructions / inverse throughput of the whole opbench kernel:
+//   Convert Acc f32 -> A f16, navi31 wave32: register move 686 / 684, scratch round
+//   trip 62 / 81, RADV's own NV lowering 135 / 170; transposes Acc -> B likewise
+//   (555-707 in registers against 86-95 for the workaround). On gfx1201: 405 (wave32)
+//   and 108 (wave64) against 41-49. ACO lowers each OpGroupNonUniformShuffle of a
+//   moved element to a ds_bpermute or v_permlane pair with its own index math, so a
+//   gather of 8-16 elements per lane costs far more than one LDS store and load.
+//   Reductions keep their shuffles: there each step is a single DPP/permlane
+//   combine, at RADV's own cost.
+// lavapipe: register moves are at parity with its native NV conversions (opbench,
+//   docs/performance.md) and cheaper than the round trip: the default.
+#include "coopmat/lower.h"
+
+namespace coopmat {
+
+void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
+  switch (family) {
+    case DriverFamily::RadvGfx11:
+    case DriverFamily::RadvGfx12: options.registerMovesWithShuffles = false; break;
+    case DriverFamily::Lavapipe:
+    case DriverFamily::CdnaMfma: break;
+  }
+}
+
+}  // namespace coopmat

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""The AMD compile lane: RADV (GFX11 navi31, GFX12 gfx1201) through Mesa's amdgpu
+noop drm-shim, where ACO compiles for real and nothing executes.
+
+  check_stats.py cases   --gpu G --opbench PATH --bounds FILE --expected-failures FILE
+  check_stats.py modules --gpu G --opbench PATH --modules DIR
+  check_stats.py run     --gpu G -- COMMAND...   (any command on the shimmed device)
+
+cases: runs `opbench --stats` (every opbench case and way at wave32, wave64 and the
+driver's pick), requires every pipeline to be created, and applies the bounds
+file's rules to the layer way. A rule a case does not meet yet fails the test
+unless the expected-failures file lists it (then XFAIL; a listed rule that now
+holds prints XPASS: remove it from the list).
+modules: runs `opbench --stats --modules DIR` (the execution tests' modules)
+through the layer and requires every pipeline to be created.
+
+Exit status 77 (ctest: skipped) when the shim or the radeon ICD is missing."""
+import argparse
+import csv
+import io
+import os
+import subprocess
+import sys
+import tempfile
+
+SHIM_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+SHIM = "libamdgpu_noop_drm_shim.so"
+RADEON_ICD = "/usr/share/vulkan/icd.d/radeon_icd.json"
+SKIP = 77
+
+
+def shim_path():
+    for d in SHIM_DIRS:
+        p = os.path.join(d, SHIM)
+        if os.path.exists(p):
+            return p
+    return None
+
+
+SIZES = ["32", "64", "0"]  # wave32, wave64, the driver's pick
+
+
+def shim_environment(gpu, cache):
+    shim = shim_path()
+    if not shim or not os.path.exists(RADEON_ICD):
+        print(f"skipped: no {SHIM} or {RADEON_ICD} (Debian: mesa-drm-shim, mesa-vulkan-drivers)")
+        sys.exit(SKIP)
+    env = dict(os.environ)
+    env.update({"LD_PRELOAD": shim, "AMDGPU_GPU_ID": gpu, "VK_DRIVER_FILES": RADEON_ICD, "XDG_CACHE_HOME": cache})
+    return env
+
+
+def run_opbench(gpu, opbench, extra):
+    """opbench --stats on the shimmed RADV with a fresh layout cache, one process per
+    subgroup size (RADV keeps every shader of a device in its in-memory cache, and
+    past about 500 the shim's memory runs out); returns (status, CSV rows)."""
+    status, rows = 0, []
+    for size in SIZES:
+        with tempfile.TemporaryDirectory(prefix="coopmat-amd-") as cache:
+            env = shim_environment(gpu, cache)
+            proc = subprocess.run([opbench, "--stats", "--sizes", size] + extra, env=env, capture_output=True,
+                                  text=True)
+        sys.stderr.write("".join(l + "\n" for l in proc.stderr.splitlines() if not l.startswith("skipped ")))
+        rows += list(csv.DictReader(io.StringIO(proc.stdout)))
+        status = status or proc.returncode
+    return status, rows
+
+
+def creation_failures(rows, key):
+    return [f"{key(r)} at subgroup {r['requested_subgroup']}: {r['status']}" for r in rows if r["status"] != "ok"]
+
+
+def read_bounds(path):
+    rules = []
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        op, stat, factor, ref = [f.strip() for f in line.split("|")]
+        rules.append((op, stat, float(factor), ref))
+    return rules
+
+
+def read_expected(path, gpu):
+    """Entries 'gpu | op,shape,type | requested subgroup | statistic | reference' for this gpu."""
+    out = set()
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = tuple(f.strip() for f in line.split("|"))
+        if len(fields) != 5:
+            raise SystemExit(f"{path}: bad line: {line}")
+        if fields[0] == gpu:
+            out.add(fields[1:])
+    return out
+
+
+def check_cases(args):
+    status, rows = run_opbench(args.gpu, args.opbench, [])
+    def case(r):
+        return f"{r['op']},{r['shape']},{r['type']}"
+    failures = creation_failures(rows, lambda r: f"{case(r)} {r['way']}")
+    by_key = {(case(r), r["way"], r["requested_subgroup"]): r for r in rows}
+    rules = read_bounds(args.bounds)
+    expected = read_expected(args.expected_failures, args.gpu)
+    counts = {"pass": 0, "xfail": 0, "xpass": 0, "fail": 0}
+    seen = set()
+    failing = set()
+    for r in rows:
+        if r["way"] != "layer" or r["status"] != "ok":
+            continue
+        for op, stat, factor, ref in rules:
+            if op not in ("*", r["op"]) or r.get(stat, "") == "":
+                continue
+            if ref == "-":
+                bound = factor
+            else:
+                other = by_key.get((case(r), ref, r["requested_subgroup"]))
+                if not other or other["status"] != "ok":
+                    continue
+                bound = factor * float(other[stat])
+            value = float(r[stat])
+            entry = (case(r), r["requested_subgroup"], stat, ref)
+            seen.add(entry)
+            held = value <= bound + 1e-9
+            if not held:
+                failing.add(entry)
+            text = f"{args.gpu} {case(r)} {'driver pick' if r['requested_subgroup'] == '0' else 'wave' + r['requested_subgroup']}: {stat} {value:g} <= {bound:g}" + \
+                   (f" ({factor:g}x {ref})" if ref != "-" else "")
+            if entry in expected:
+                counts["xpass" if held else "xfail"] += 1
+                if held:
+                    print(f"XPASS {text}: remove it from {os.path.basename(args.expected_failures)}")
+            elif held:
+                counts["pass"] += 1
+            else:
+                counts["fail"] += 1
+                failures.append(f"bound not met: {text}")
+    stale = sorted(expected - seen)
+    for e in stale:
+        print(f"note: expected failure not measured in this run: {args.gpu} | {' | '.join(e)}")
+    print(f"{args.gpu}: {len(rows)} pipelines; rules: {counts['pass']} pass, {counts['xfail']} expected failures, "
+          f"{counts['xpass']} now pass (XPASS), {counts['fail']} fail")
+    if args.list_failing:
+        # Every rule not met, expected or not, in expected_failures.txt's format.
+        for entry in sorted(failing):
+            print(f"{args.gpu} | {' | '.join(entry)}")
+    if not rows:
+        failures.append("opbench --stats printed no rows")
+    if status != 0 and not failures:
+        failures.append(f"opbench --stats exited with {status}")
+    for f in failures:
+        print(f"FAIL {f}")
+    return 1 if failures else 0
+
+
+def check_modules(args):
+    status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules])
+    failures = creation_failures(rows, lambda r: r["module"])
+    print(f"{args.gpu}: {len(rows)} module pipelines through the layer, {len(failures)} not created")
+    if not rows:
+        failures.append("no module measured")
+    if status != 0 and not failures:
+        failures.append(f"opbench --stats --modules exited with {status}")
+    for f in failures:
+        print(f"FAIL {f}")
+    return 1 if failures else 0
+
+
+def run_command(args):
+    command = args.command
+    with tempfile.TemporaryDirectory(prefix="coopmat-amd-") as cache:
+        return subprocess.run(command, env=shim_environment(args.gpu, cache)).returncode
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("mode", choices=["cases", "modules", "run"])
+    parser.add_argument("--gpu", required=True, help="AMDGPU_GPU_ID for the drm-shim: navi31, gfx1201, ...")
+    parser.add_argument("--opbench")
+    parser.add_argument("--bounds")
+    parser.add_argument("--expected-failures")
+    parser.add_argument("--modules")
+    parser.add_argument("--list-failing", action="store_true",
+                        help="also print every rule not met in expected_failures.txt's format")
+    argv = sys.argv[1:]
+    command = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:len(argv) - len(command) - (1 if command else 0)])
+    args.command = command
+    if args.mode == "run":
+        return run_command(args)
+    return check_cases(args) if args.mode == "cases" else check_modules(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
