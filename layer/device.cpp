@@ -152,10 +152,58 @@ uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physi
     h.Add(std::span(id.deviceUUID)).Add(std::span(id.driverUUID)).Add(properties.properties.driverVersion);
   }
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
-  h.Add(options.registerMovesWithShuffles);
+  h.Add(options.registerMovesWithShuffles).Add(options.subgroupExtendedTypes);
   for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);
   for (const LinearLayout& layout : options.layouts) h.Add(FormatLayout(layout));
   return h.Finish().low;
+}
+
+// shaderSubgroupExtendedTypes lets 16-bit values cross lanes as themselves, which
+// ACO folds into the consumer as DPP (the packed 32-bit form costs a v_pack per
+// pair: AMD lane, f16 Row reduce). Where the device supports it (Vulkan 1.2+) and
+// the app did not enable it, the layer enables it in its copy of the chain: a
+// supported core feature the app did not ask for changes nothing it can observe.
+struct SubgroupExtendedTypes {
+  bool enabled = false;
+  const VkBaseInStructure* replacement = nullptr;  // the app's feature struct with the bit set
+  std::shared_ptr<VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures> prepend;  // or a struct of ours
+  VkPhysicalDeviceVulkan12Features vulkan12{};
+  VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures standalone{};
+};
+
+SubgroupExtendedTypes EnableSubgroupExtendedTypes(const InstanceData& instance, VkPhysicalDevice physicalDevice,
+                                                  const PhysicalDeviceInfo& info, const VkDeviceCreateInfo* createInfo) {
+  SubgroupExtendedTypes out;
+  const auto* vulkan12 = reinterpret_cast<const VkPhysicalDeviceVulkan12Features*>(
+      FindInChain(createInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES));
+  const auto* standalone = reinterpret_cast<const VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures*>(
+      FindInChain(createInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES));
+  if ((vulkan12 && vulkan12->shaderSubgroupExtendedTypes) || (standalone && standalone->shaderSubgroupExtendedTypes)) {
+    out.enabled = true;
+    return out;
+  }
+  if (std::min(instance.apiVersion, info.apiVersion) < VK_API_VERSION_1_2 || !instance.dispatch.GetPhysicalDeviceFeatures2)
+    return out;
+  VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures supported{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES};
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &supported};
+  instance.dispatch.GetPhysicalDeviceFeatures2(physicalDevice, &features);
+  if (!supported.shaderSubgroupExtendedTypes) return out;
+  out.enabled = true;
+  if (vulkan12) {
+    out.vulkan12 = *vulkan12;
+    out.vulkan12.shaderSubgroupExtendedTypes = VK_TRUE;
+    out.replacement = reinterpret_cast<const VkBaseInStructure*>(&out.vulkan12);
+  } else if (standalone) {
+    out.standalone = *standalone;
+    out.standalone.shaderSubgroupExtendedTypes = VK_TRUE;
+    out.replacement = reinterpret_cast<const VkBaseInStructure*>(&out.standalone);
+  } else {
+    out.prepend = std::make_shared<VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures>();
+    out.prepend->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES;
+    out.prepend->shaderSubgroupExtendedTypes = VK_TRUE;
+  }
+  return out;
 }
 
 template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
@@ -237,6 +285,7 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
   if (data->emulating) {
     Log(&instance, LogLevel::Info, "emulating VK_EXT_cooperative_matrix_maintenance1 on this device");
     data->lowerOptions = LowerOptionsFor(instance, physicalDevice, data->physicalDevice, pCreateInfo);
+    data->lowerOptions.subgroupExtendedTypes = data->subgroupExtendedTypes;
     if (VkResult r = DiscoverDeviceLayouts(*data, physicalDevice, pCreateInfo, nextGetDeviceProcAddr); r != VK_SUCCESS)
       return r;
     if (!instance.settings.portableOnly)
@@ -277,6 +326,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   VkDeviceCreateInfo downInfo = *pCreateInfo;
   std::vector<const char*> downExtensions;
   ChainCopy chainCopy;
+  SubgroupExtendedTypes extended;  // referenced by the chain until the driver has the device
   if (data->emulating) {
     if (const auto* requested = reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(
             FindInChain(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT))) {
@@ -293,14 +343,19 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
     }
     downInfo.enabledExtensionCount = static_cast<uint32_t>(downExtensions.size());
     downInfo.ppEnabledExtensionNames = downExtensions.data();
+    extended = EnableSubgroupExtendedTypes(*instance, physicalDevice, data->physicalDevice, pCreateInfo);
+    data->subgroupExtendedTypes = extended.enabled;
     if (!chainCopy.Copy(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT,
-                        &downInfo.pNext)) {
+                        &downInfo.pNext, extended.replacement)) {
       Log(instance, LogLevel::Error, "vkCreateDevice: a structure in pNext is unknown to the layer, cannot strip the "
                                      "maintenance1 feature struct without writing to the application's chain");
       return VK_ERROR_INITIALIZATION_FAILED;
     }
-    // Neither lowering path needs a feature beyond what KHR cooperative matrices need:
-    // the register path's subgroup shuffles are properties, checked in LayoutsForLowering.
+    if (extended.prepend) {
+      extended.prepend->pNext = const_cast<void*>(downInfo.pNext);
+      downInfo.pNext = extended.prepend.get();
+    }
+    // The register path's subgroup shuffles are properties, checked in LayoutsForLowering.
   }
 
   const VkResult result = nextCreateDevice(physicalDevice, &downInfo, pAllocator, pDevice);

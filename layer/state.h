@@ -94,6 +94,7 @@ struct DeviceData {
   DeviceDispatch dispatch;
   PhysicalDeviceInfo physicalDevice;
   bool emulating = false;  // the app enabled the extension and the layer serves it
+  bool subgroupExtendedTypes = false;  // shaderSubgroupExtendedTypes is on (the app's or the layer's doing)
   VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT enabledFeatures{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT};
   uint32_t vulkanMinor = 0;  // the environment rewritten modules are validated against

@@ -209,8 +209,12 @@ void LowerReduceInRegisters(Builder& b, FunctionState& fs, const ir::Instruction
     ++c.stats.registerPath;
     return;
   }
-  for (uint32_t x : plan->recipe.laneXors)
-    for (uint32_t e : reps) v[e] = op(v[e], ShuffleXor(b, v[e], x));
+  for (uint32_t x : plan->recipe.laneXors) {
+    std::vector<uint32_t> mine;
+    for (uint32_t e : reps) mine.push_back(v[e]);
+    const std::vector<uint32_t> theirs = ShuffleXorAll(b, mine, x);
+    for (size_t i = 0; i < reps.size(); ++i) v[reps[i]] = op(mine[i], theirs[i]);
+  }
 
   // 3. Placement.
   if (!plan->placement) {

@@ -93,7 +93,17 @@ uint32_t ShuffleOp(Builder& b, spv::Op op, uint32_t value, uint32_t operand) {
   const uint32_t type = t.TypeOf(value);
   const uint32_t scope = b.U(static_cast<uint32_t>(spv::Scope::Subgroup));
   if (t.ScalarWidth(type) == 32) return b.Emit(op, type, {scope, value, operand});
-  // Narrow values cross lanes as 32-bit ones (exact both ways).
+  if (t.ScalarWidth(type) == 16 && c.options.subgroupExtendedTypes) return b.Emit(op, type, {scope, value, operand});
+  if (t.IsFloatType(type) && t.ScalarWidth(type) == 16) {
+    // As the low half of a 32-bit word: a bit move, no f16<->f32 conversions (which
+    // cost ACO two VALU ops per element and keep it from folding the shuffle into
+    // the consumer as DPP).
+    const uint32_t pair = t.Vector(type, 2);
+    const uint32_t word = b.Emit(spv::Op::OpBitcast, t.Uint(), {b.Emit(spv::Op::OpCompositeConstruct, pair, {value, value})});
+    const uint32_t shuffled = b.Emit(op, t.Uint(), {scope, word, operand});
+    return b.Emit(spv::Op::OpCompositeExtract, type, {b.Emit(spv::Op::OpBitcast, pair, {shuffled}), 0});
+  }
+  // Other narrow values cross lanes as 32-bit ones (exact both ways).
   uint32_t wide = 0;
   spv::Op widen = spv::Op::OpFConvert, narrow = spv::Op::OpFConvert;
   if (t.IsFloatType(type)) {
@@ -172,6 +182,30 @@ bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to) {
 uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask) {
   if (mask == 0) return value;
   return ShuffleOp(b, spv::Op::OpGroupNonUniformShuffleXor, value, b.U(mask));
+}
+
+std::vector<uint32_t> ShuffleXorAll(Builder& b, const std::vector<uint32_t>& values, uint32_t mask) {
+  if (mask == 0 || values.empty()) return values;
+  TypeManager& t = b.types();
+  const uint32_t type = t.TypeOf(values[0]);
+  std::vector<uint32_t> out;
+  if (!(t.IsFloatType(type) && t.ScalarWidth(type) == 16) || b.context().options.subgroupExtendedTypes) {
+    for (uint32_t v : values) out.push_back(ShuffleXor(b, v, mask));
+    return out;
+  }
+  // Two 16-bit floats per 32-bit shuffle: half the cross-lane moves.
+  b.context().usesShuffle = true;
+  const uint32_t pair = t.Vector(type, 2);
+  const uint32_t scope = b.U(static_cast<uint32_t>(spv::Scope::Subgroup));
+  for (size_t i = 0; i < values.size(); i += 2) {
+    const uint32_t second = i + 1 < values.size() ? values[i + 1] : values[i];
+    const uint32_t word = b.Emit(spv::Op::OpBitcast, t.Uint(), {b.Emit(spv::Op::OpCompositeConstruct, pair, {values[i], second})});
+    const uint32_t moved = b.Emit(spv::Op::OpBitcast, pair,
+                                  {b.Emit(spv::Op::OpGroupNonUniformShuffleXor, t.Uint(), {scope, word, b.U(mask)})});
+    out.push_back(b.Emit(spv::Op::OpCompositeExtract, type, {moved, 0}));
+    if (i + 1 < values.size()) out.push_back(b.Emit(spv::Op::OpCompositeExtract, type, {moved, 1}));
+  }
+  return out;
 }
 
 uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId) {

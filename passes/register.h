@@ -51,6 +51,8 @@ bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to);
 // from the lane `laneId`; narrow values go through 32 bits.
 uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask);
 uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId);
+// ShuffleXor of every value (all of one type); 16-bit floats go two per 32-bit shuffle.
+std::vector<uint32_t> ShuffleXorAll(Builder& b, const std::vector<uint32_t>& values, uint32_t mask);
 
 // A gather from a source register layout into a destination one, as rounds: in
 // round t each invocation L fills its destination element M(L) ^ t with source

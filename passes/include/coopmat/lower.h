@@ -105,6 +105,9 @@ struct LowerOptions {
   // between identical layouts stay plain register copies). Which is cheaper is a
   // property of the driver's compiler, measured per family: ApplyMeasuredCosts.
   bool registerMovesWithShuffles = true;
+  // The device was created with shaderSubgroupExtendedTypes: 16-bit values cross
+  // lanes as themselves. Otherwise they travel packed in 32-bit words (exact bit moves).
+  bool subgroupExtendedTypes = false;
 
   // Pipeline time: apply these specialization-constant values, then freeze every
   // specialization constant into a plain constant (folding OpSpecConstantOp where it
