@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "register.h"
+#include "report.h"
 
 namespace coopmat {
 namespace {
@@ -138,6 +139,9 @@ void LowerFunction(Context& c, ir::Function& function) {
     const ir::Instruction inst = list[index];
     list.erase(list.begin() + static_cast<ptrdiff_t>(index));
     Builder at(c, function, blockIndex, index);
+    OperationReport report = ReportOperation(c, function, inst);
+    c.scratch.StartRequestCount();
+    const auto begin = std::chrono::steady_clock::now();
     switch (inst.opcode) {
       case spv::Op::OpCooperativeMatrixGetCoordinateEXT: LowerGetCoordinate(at, fs, inst); break;
       case spv::Op::OpCooperativeMatrixPerElementOpEXT: LowerPerElement(at, fs, inst); break;
@@ -147,6 +151,10 @@ void LowerFunction(Context& c, ir::Function& function) {
         break;
       default: LowerConversion(at, fs, inst); break;
     }
+    report.microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
+    report.scratchBytes = c.scratch.requestedBytes;
+    report.scratchSpecialized = c.scratch.requestedSpecialized;
+    c.reports.push_back(std::move(report));
     blockIndex = at.block();
     index = at.index();
   }
@@ -240,6 +248,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   ListPrivateTables(c);
   c.scratch.Finalize();
   CheckNoLeftovers(module);
+  result.operations = std::move(c.reports);
   result.words = ir::Emit(module);
   result.stats.wordsOut = result.words.size();
   if (options.validate) {

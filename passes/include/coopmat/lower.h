@@ -117,11 +117,27 @@ struct LowerStats {
   uint32_t OpsLowered() const { return getCoordinate + convertUse + convert + perElement + reduce; }
 };
 
+// One lowered operation, for users who ask what the rewrite did (coopmat/inspect.h
+// turns a list of these into text).
+struct OperationReport {
+  std::string operation;       // "OpCooperativeMatrixReduceEXT", "OpFConvert", ...
+  uint32_t resultId = 0;
+  std::string resultName;      // the result's OpName, when the module has one
+  uint32_t functionId = 0;
+  std::string functionName;    // the function's OpName, when the module has one
+  bool registerPath = false;   // false: the portable path (Workgroup scratch or learned tables)
+  std::string portableReason;  // why not in registers (empty on the register path)
+  uint32_t scratchBytes = 0;   // scratch this operation needs per subgroup (constant sizes)
+  bool scratchSpecialized = false;  // its scratch size depends on specialization constants
+  double microseconds = 0;     // time spent rewriting this operation
+};
+
 struct LowerResult {
   bool ok = false;
   std::vector<uint32_t> words;  // the rewritten module when ok
   std::string error;            // what failed and where, when !ok
   LowerStats stats;
+  std::vector<OperationReport> operations;  // in module order (those done before a failure)
 };
 
 // Rewrites every EXT operation into core KHR SPIR-V. Never throws, never crashes on
