@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "coopmat/lower.h"
+#include "dump.h"
 #include "entry_points.h"
 #include "messages.h"
 #include "pnext_chain.h"
@@ -18,34 +19,6 @@
 
 namespace coopmat::layer {
 namespace {
-
-uint64_t Fnv1a(std::span<const uint32_t> words) {
-  uint64_t hash = 1469598103934665603ull;
-  for (uint32_t w : words) {
-    for (int b = 0; b < 4; ++b) {
-      hash ^= (w >> (8 * b)) & 0xff;
-      hash *= 1099511628211ull;
-    }
-  }
-  return hash;
-}
-
-void Dump(const DeviceData& device, std::span<const uint32_t> original, std::span<const uint32_t> lowered) {
-  const std::string& dir = device.instance->settings.dumpDir;
-  if (dir.empty()) return;
-  char name[32];
-  std::snprintf(name, sizeof(name), "%016" PRIx64, Fnv1a(original));
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  auto write = [&](const std::string& suffix, std::span<const uint32_t> words) {
-    const std::filesystem::path path = std::filesystem::path(dir) / (std::string(name) + suffix);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size_bytes()));
-    if (!out) Log(device.instance, LogLevel::Warning, "dump_dir: cannot write " + path.string());
-  };
-  write(".original.spv", original);
-  if (!lowered.empty()) write(".lowered.spv", lowered);
-}
 
 // Warns when a module uses an operation whose feature the app did not enable
 // (the layer still lowers it: the result is defined either way).
@@ -91,7 +64,7 @@ PreparedCode Prepare(const DeviceData& device, const void* code, size_t codeSize
   LowerResult lowered = LowerModule(words, device.lowerOptions);
   if (!lowered.ok) {
     Log(instance, LogLevel::Error, std::string(where) + ": cannot lower the maintenance1 module: " + lowered.error);
-    Dump(device, words, {});
+    DumpLowering(device, words, &lowered, where);
     prepared.result = VK_ERROR_UNKNOWN;
     return prepared;
   }
@@ -99,12 +72,12 @@ PreparedCode Prepare(const DeviceData& device, const void* code, size_t codeSize
     const std::string problem = ValidateModule(lowered.words, static_cast<int>(device.vulkanMinor));
     if (!problem.empty()) {
       Log(instance, LogLevel::Error, std::string(where) + ": the rewritten module does not validate: " + problem);
-      Dump(device, words, lowered.words);
+      DumpLowering(device, words, &lowered, where);
       prepared.result = VK_ERROR_UNKNOWN;
       return prepared;
     }
   }
-  Dump(device, words, lowered.words);
+  DumpLowering(device, words, &lowered, where);
   Log(instance, LogLevel::Debug,
       std::string(where) + ": lowered " + std::to_string(lowered.stats.OpsLowered()) + " operations, " +
           std::to_string(lowered.stats.wordsIn) + " -> " + std::to_string(lowered.stats.wordsOut) + " words in " +
