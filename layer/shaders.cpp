@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "coopmat/lower.h"
+#include "dump.h"
 #include "entry_points.h"
 #include "messages.h"
 #include "pnext_chain.h"
@@ -28,35 +29,6 @@
 
 namespace coopmat::layer {
 namespace {
-
-uint64_t Fnv1a(std::span<const uint32_t> words) {
-  uint64_t hash = 1469598103934665603ull;
-  for (uint32_t w : words) {
-    for (int b = 0; b < 4; ++b) {
-      hash ^= (w >> (8 * b)) & 0xff;
-      hash *= 1099511628211ull;
-    }
-  }
-  return hash;
-}
-
-void Dump(const DeviceData& device, std::span<const uint32_t> original, std::span<const uint32_t> lowered,
-          const std::string& suffix = "") {
-  const std::string& dir = device.instance->settings.dumpDir;
-  if (dir.empty()) return;
-  char name[32];
-  std::snprintf(name, sizeof(name), "%016" PRIx64, Fnv1a(original));
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  auto write = [&](const std::string& ending, std::span<const uint32_t> words) {
-    const std::filesystem::path path = std::filesystem::path(dir) / (std::string(name) + ending);
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size_bytes()));
-    if (!out) Log(device.instance, LogLevel::Warning, "dump_dir: cannot write " + path.string());
-  };
-  write(".original.spv", original);
-  if (!lowered.empty()) write(suffix + ".lowered.spv", lowered);
-}
 
 // Warns when a module uses an operation whose feature the app did not enable
 // (the layer still lowers it: the result is defined either way).
@@ -109,14 +81,14 @@ LowerResult LowerChecked(const DeviceData& device, std::span<const uint32_t> wor
   LowerResult lowered = LowerModule(words, options);
   if (!lowered.ok) {
     Log(instance, LogLevel::Error, where + ": cannot lower the maintenance1 module: " + lowered.error);
-    Dump(device, words, {});
+    DumpLowering(device, words, &lowered, where.c_str());
     return lowered;
   }
   if (instance->settings.validate) {
     const std::string problem = ValidateModule(lowered.words, static_cast<int>(device.vulkanMinor));
     if (!problem.empty()) {
       Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem);
-      Dump(device, words, lowered.words);
+      DumpLowering(device, words, &lowered, where.c_str());
       lowered.ok = false;
       lowered.error = "the rewritten module does not validate: " + problem;
       lowered.words.clear();
@@ -146,7 +118,7 @@ PreparedModule PrepareModule(const DeviceData& device, const void* code, size_t 
     prepared.result = VK_ERROR_UNKNOWN;
     return prepared;
   }
-  Dump(device, scanned.words, lowered.words);
+  DumpLowering(device, scanned.words, &lowered, where);
   Log(device.instance, LogLevel::Debug,
       std::string(where) + ": lowered " + std::to_string(lowered.stats.OpsLowered()) + " operations (" +
           std::to_string(lowered.stats.registerPath) + " in registers), " + std::to_string(lowered.stats.wordsIn) +
@@ -243,6 +215,7 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
         options.specialization = specialization;
         options.subgroupSizes = sizes;
         LowerResult lowered = LowerChecked(device, original, options, where);
+        if (lowered.ok) DumpLowering(device, original, &lowered, where, ".pipeline-" + key.Finish().Hex().substr(0, 8));
         CachedLowering entry;
         entry.ok = lowered.ok;
         entry.error = lowered.error;
@@ -250,7 +223,6 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
         entry.opsLowered = lowered.stats.OpsLowered();
         entry.opsInRegisters = lowered.stats.registerPath;
         microseconds = lowered.stats.microseconds;
-        if (entry.ok) Dump(device, original, entry.words, ".pipeline-" + key.Finish().Hex().substr(0, 8));
         return entry;
       },
       source);

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "register.h"
+#include "report.h"
 
 namespace coopmat {
 namespace {
@@ -142,6 +143,9 @@ void LowerFunction(Context& c, ir::Function& function) {
     const ir::Instruction inst = list[index];
     list.erase(list.begin() + static_cast<ptrdiff_t>(index));
     Builder at(c, function, blockIndex, index);
+    OperationReport report = ReportOperation(c, function, inst);
+    c.scratch.StartRequestCount();
+    const auto begin = std::chrono::steady_clock::now();
     const bool registers = TakesRegisterPath(c, inst);
     auto lower = [&](Builder& cursor, const ir::Instruction& op) {
       switch (op.opcode) {
@@ -156,6 +160,10 @@ void LowerFunction(Context& c, ir::Function& function) {
     };
     if (registers) LowerForEachSubgroupSize(at, inst, lower);
     else lower(at, inst);
+    report.microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
+    report.scratchBytes = c.scratch.requestedBytes;
+    report.scratchSpecialized = c.scratch.requestedSpecialized;
+    c.reports.push_back(std::move(report));
     blockIndex = at.block();
     index = at.index();
   }
@@ -256,6 +264,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   c.scratch.Finalize();
   CheckNoLeftovers(module);
   result.dependsOnSpecialization = c.dependsOnSpecialization;
+  result.operations = std::move(c.reports);
   result.words = ir::Emit(module);
   result.stats.wordsOut = result.words.size();
   if (options.validate) {

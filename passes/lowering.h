@@ -62,6 +62,16 @@ class Scratch {
   // Declares the array and variable, adds them to the entry points, checks the limit.
   void Finalize();
 
+  // The largest constant slice size (bytes) required since StartRequestCount, and
+  // whether a requirement depended on specialization constants: one operation's
+  // scratch, for LowerResult::operations.
+  void StartRequestCount() {
+    requestedBytes = 0;
+    requestedSpecialized = false;
+  }
+  uint32_t requestedBytes = 0;
+  bool requestedSpecialized = false;
+
  private:
   uint32_t MemoryOperandsMask() const;
   struct Context& context_;
@@ -114,6 +124,7 @@ struct Context {
   uint32_t activeSubgroupSize = 0;
   // A lowered operation touched a matrix type with specialization-constant shape or Use.
   bool dependsOnSpecialization = false;
+  std::vector<OperationReport> reports;  // one per lowered operation, in order
 
   Context(ir::Module& m, TypeManager& t, const LowerOptions& o, LowerStats& s)
       : module(m), types(t), options(o), stats(s), scratch(*this) {}

@@ -202,16 +202,20 @@ uint32_t Scratch::WordsPerSlice() {
 
 void Scratch::Require(const CoopMatType& type, uint32_t extraBytesPerElement) {
   Variable();
-  if (!requiredTypes_.insert({type.id, extraBytesPerElement}).second) return;
+  const bool first = requiredTypes_.insert({type.id, extraBytesPerElement}).second;
   TypeManager& t = context_.types;
   const uint32_t elementBytes = type.componentBytes + extraBytesPerElement;
   auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
   if (rows && cols) {
     const uint64_t bytes = uint64_t{*rows} * *cols * elementBytes;
     if (bytes > (uint64_t{1} << 30)) Fail("cooperative matrix type %" + std::to_string(type.id) + " is implausibly large");
-    maxConstantWords_ = std::max(maxConstantWords_, static_cast<uint32_t>((bytes + 3) / 4));
+    const uint32_t words = static_cast<uint32_t>((bytes + 3) / 4);
+    requestedBytes = std::max(requestedBytes, words * 4);
+    maxConstantWords_ = std::max(maxConstantWords_, words);
     return;
   }
+  requestedSpecialized = true;
+  if (!first) return;
   const uint32_t elements = t.SpecOp(t.Uint(), spv::Op::OpIMul, {type.rowsId, type.colsId});
   const uint32_t bytes = t.SpecOp(t.Uint(), spv::Op::OpIMul, {elements, t.UintConstant(elementBytes)});
   const uint32_t padded = t.SpecOp(t.Uint(), spv::Op::OpIAdd, {bytes, t.UintConstant(3)});
@@ -221,9 +225,11 @@ void Scratch::Require(const CoopMatType& type, uint32_t extraBytesPerElement) {
 void Scratch::RequireWords(uint32_t wordsId) {
   Variable();
   if (auto words = context_.types.ConstantValue(wordsId)) {
+    requestedBytes = std::max(requestedBytes, *words * 4);
     maxConstantWords_ = std::max(maxConstantWords_, *words);
     return;
   }
+  requestedSpecialized = true;
   specWords_.push_back(wordsId);
 }
 

@@ -1,4 +1,5 @@
-// coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]
+// coopmat-lower in.spv [-o out.spv] [--glsl out.glsl] [--explain] [--validate] [--stats]
+//               [--min-subgroup-size N] [--max-shared-memory BYTES]
 //               [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]
 //               [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...
 //               [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]
@@ -15,6 +16,8 @@
 // the layer does at pipeline creation (VALUE: an integer, a float with a '.', true or
 // false; SpecIds not given keep their defaults). --pending lowers a module whose
 // shapes are specialization constants the way the layer does at module creation.
+// --glsl writes the lowered module as Vulkan GLSL (SPIRV-Cross); --explain prints
+// each lowered operation, its path (and why portable), scratch and rewrite time.
 #include <array>
 #include <charconv>
 #include <algorithm>
@@ -26,12 +29,14 @@
 #include <string>
 #include <vector>
 
+#include "coopmat/inspect.h"
 #include "coopmat/lower.h"
 
 namespace {
 
 int Usage() {
-  std::cerr << "usage: coopmat-lower in.spv -o out.spv [--validate] [--stats] [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
+  std::cerr << "usage: coopmat-lower in.spv [-o out.spv] [--glsl out.glsl] [--explain] [--validate] [--stats]\n"
+               "                     [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
                "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n"
                "                     [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...\n"
                "                     [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]\n";
@@ -82,11 +87,17 @@ bool ParseProperties(const std::string& text, coopmat::LowerOptions& options) {
   return true;
 }
 
+bool WriteFile(const std::string& path, const void* data, size_t bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+  return static_cast<bool>(out);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string input, output;
-  bool stats = false;
+  std::string input, output, glsl;
+  bool stats = false, explain = false;
   coopmat::LowerOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -98,6 +109,10 @@ int main(int argc, char** argv) {
     std::string text;
     if (arg == "-o") {
       if (!value(output)) return Usage();
+    } else if (arg == "--glsl") {
+      if (!value(glsl)) return Error("--glsl needs a file");
+    } else if (arg == "--explain") {
+      explain = true;
     } else if (arg == "--validate") {
       options.validate = true;
     } else if (arg == "--stats") {
@@ -183,7 +198,7 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (input.empty() || output.empty()) return Usage();
+  if (input.empty() || (output.empty() && glsl.empty() && !explain)) return Usage();
 
   std::ifstream in(input, std::ios::binary);
   if (!in) return Error("cannot open " + input);
@@ -193,10 +208,14 @@ int main(int argc, char** argv) {
   std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(words.data()));
 
   const coopmat::LowerResult result = coopmat::LowerModule(words, options);
+  if (explain) std::fputs(coopmat::ExplainLowering(result, input).c_str(), stdout);
   if (!result.ok) return Error(input + ": " + result.error);
-  std::ofstream out(output, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(result.words.data()), static_cast<std::streamsize>(result.words.size() * 4));
-  if (!out) return Error("cannot write " + output);
+  if (!output.empty() && !WriteFile(output, result.words.data(), result.words.size() * 4)) return Error("cannot write " + output);
+  if (!glsl.empty()) {
+    const coopmat::TextResult text = coopmat::ToVulkanGlsl(result.words);
+    if (!text.ok) return Error("SPIRV-Cross cannot write GLSL for the lowered module: " + text.error);
+    if (!WriteFile(glsl, text.text.data(), text.text.size())) return Error("cannot write " + glsl);
+  }
   if (stats) {
     const auto& s = result.stats;
     std::printf("ops lowered %u (getCoordinate %u, convertUse %u, convert %u, transpose %u, perElement %u, reduce %u; in registers %u), "

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ namespace {
 
 constexpr const char* kLayerName = "VK_LAYER_coopmat_maintenance1";
 constexpr const char* kDisableVariable = "DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1";
+constexpr const char* kLoaderDisableVariable = "VK_LOADER_LAYERS_DISABLE";
 
 const char* ComponentName(VkComponentTypeKHR type) {
   switch (type) {
@@ -162,9 +164,52 @@ void CreateDeviceForLayouts(VkPhysicalDevice device) {
   if (result != VK_SUCCESS) std::printf("    (device creation failed: %d)\n", result);
 }
 
+// Sets an environment variable for one vkCreateInstance (the loader reads its
+// settings there) and puts the old value back.
+class ScopedVariable {
+ public:
+  ScopedVariable(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedVariable() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Whether the instance runs with our layer: the loader lists an instance's enabled
+// layers (the environment's included) as its device layers.
+bool LayerActive(VkPhysicalDevice device) {
+  uint32_t count = 0;
+  vkEnumerateDeviceLayerProperties(device, &count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateDeviceLayerProperties(device, &count, layers.data());
+  return std::any_of(layers.begin(), layers.begin() + count,
+                     [](const VkLayerProperties& l) { return std::strcmp(l.layerName, kLayerName) == 0; });
+}
+
+// VK_LOADER_LAYERS_DISABLE with our layer added to what the user already disables.
+std::string LoaderDisableList() {
+  const char* current = std::getenv(kLoaderDisableVariable);
+  return current && *current ? std::string(current) + "," + kLayerName : std::string(kLayerName);
+}
+
 void Report(bool withLayer, const char* layoutsFile) {
-  // Without the layer: also switch off an implicit install of it for this instance.
-  if (!withLayer) setenv(kDisableVariable, "1", 1);
+  // Without the layer: switch it off for this instance however it would be enabled:
+  // an implicit install (its disable variable) and VK_INSTANCE_LAYERS or
+  // VK_LOADER_LAYERS_ENABLE (the loader's disable filter wins over both).
+  std::optional<ScopedVariable> disableImplicit, disableFilter;
+  if (!withLayer) {
+    disableImplicit.emplace(kDisableVariable, "1");
+    disableFilter.emplace(kLoaderDisableVariable, LoaderDisableList());
+  }
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "coopmat-info";
   app.apiVersion = VK_API_VERSION_1_3;
@@ -193,7 +238,8 @@ void Report(bool withLayer, const char* layoutsFile) {
   }
   VkInstance instance = VK_NULL_HANDLE;
   const VkResult created = vkCreateInstance(&info, nullptr, &instance);
-  if (!withLayer) unsetenv(kDisableVariable);
+  disableImplicit.reset();
+  disableFilter.reset();
   std::printf("== %s ==\n", withLayer ? "with VK_LAYER_coopmat_maintenance1" : "without the layer");
   if (created != VK_SUCCESS) {
     std::printf("  vkCreateInstance failed (%d)\n", created);
@@ -218,6 +264,9 @@ void Report(bool withLayer, const char* layoutsFile) {
     const bool khr = HasExtension(device, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     const bool ext = HasExtension(device, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
     std::printf("  %s (%s %s)\n", properties.properties.deviceName, driver.driverName, driver.driverInfo);
+    if (!withLayer && LayerActive(device))
+      std::printf("    note: the environment forces %s on and this loader cannot switch it off; the answers below "
+                  "are the layer's, not the driver's\n", kLayerName);
     std::printf("    subgroupSize=%u min=%u max=%u maxComputeSharedMemorySize=%u\n", subgroup.subgroupSize,
                 sizes.minSubgroupSize, sizes.maxSubgroupSize, properties.properties.limits.maxComputeSharedMemorySize);
     std::printf("    %s: %s\n", VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, khr ? "yes" : "no");

@@ -150,6 +150,21 @@ struct LowerStats {
   uint32_t OpsLowered() const { return getCoordinate + convertUse + convert + perElement + reduce; }
 };
 
+// One lowered operation, for users who ask what the rewrite did (coopmat/inspect.h
+// turns a list of these into text).
+struct OperationReport {
+  std::string operation;       // "OpCooperativeMatrixReduceEXT", "OpFConvert", ...
+  uint32_t resultId = 0;
+  std::string resultName;      // the result's OpName, when the module has one
+  uint32_t functionId = 0;
+  std::string functionName;    // the function's OpName, when the module has one
+  bool registerPath = false;   // false: the portable path (Workgroup scratch or learned tables)
+  std::string portableReason;  // why not in registers (empty on the register path)
+  uint32_t scratchBytes = 0;   // scratch this operation needs per subgroup (constant sizes)
+  bool scratchSpecialized = false;  // its scratch size depends on specialization constants
+  double microseconds = 0;     // time spent rewriting this operation
+};
+
 struct LowerResult {
   bool ok = false;
   // Some lowered operation uses a matrix type whose rows, columns or Use are
@@ -159,6 +174,7 @@ struct LowerResult {
   std::vector<uint32_t> words;  // the rewritten module when ok
   std::string error;            // what failed and where, when !ok
   LowerStats stats;
+  std::vector<OperationReport> operations;  // in module order (those done before a failure)
 };
 
 // Sets the choices between register and scratch forms that the AMD compile lane and

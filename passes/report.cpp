@@ -1,0 +1,90 @@
+// What the lowering tells a user about each operation it rewrote: where it was,
+// which path it took and, for the portable path, why the register path did not
+// apply (the register path's own checks answer; this only names the first one
+// that failed, in the order a user can act on).
+#include "report.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "register.h"
+
+namespace coopmat {
+namespace {
+
+std::string NameOf(const ir::Module& module, uint32_t id) {
+  for (const ir::Instruction& debug : module.debug)
+    if (debug.opcode == spv::Op::OpName && !debug.operands.empty() && debug.operands[0] == id)
+      return ir::DecodeString(std::span<const uint32_t>(debug.operands).subspan(1));
+  return {};
+}
+
+const char* UseName(MatrixUse use) {
+  switch (use) {
+    case MatrixUse::A: return "A";
+    case MatrixUse::B: return "B";
+    default: return "Accumulator";
+  }
+}
+
+// "f16 16x16 Accumulator" (dimensions "spec" when they are specialization constants).
+std::string TypeText(const Context& c, const CoopMatType& type) {
+  const TypeManager& t = c.types;
+  std::string text = type.componentFloat ? "f" : (type.componentSigned ? "s" : "u");
+  text += std::to_string(type.componentBytes * 8) + " ";
+  auto dimension = [&](uint32_t id) {
+    auto value = t.ConstantValue(id);
+    return value ? std::to_string(*value) : std::string("spec");
+  };
+  return text + dimension(type.rowsId) + "x" + dimension(type.colsId) + " " + UseName(type.use);
+}
+
+// The matrix types an operation reads and produces.
+std::vector<CoopMatType> MatricesOf(Context& c, const ir::Instruction& inst) {
+  TypeManager& t = c.types;
+  std::vector<CoopMatType> types;
+  auto add = [&](uint32_t typeId) {
+    if (auto info = t.CoopMatInfo(typeId))
+      if (std::none_of(types.begin(), types.end(), [&](const CoopMatType& seen) { return seen.id == info->id; }))
+        types.push_back(*info);
+  };
+  if (!inst.operands.empty()) add(t.TypeOf(inst.operands[0]));
+  if (inst.opcode != spv::Op::OpCooperativeMatrixGetCoordinateEXT) add(inst.typeId);
+  return types;
+}
+
+std::string PortableReason(Context& c, const ir::Instruction& inst) {
+  if (c.options.layouts.empty())
+    return "no register layouts known (the layer has them when the pipeline's subgroup size is fixed and the "
+           "driver's layouts were probed)";
+  for (const CoopMatType& type : MatricesOf(c, inst)) {
+    if (RegisterLayout(c, type)) continue;
+    const bool constant = c.types.ConstantValue(type.rowsId) && c.types.ConstantValue(type.colsId);
+    return "no register layout for " + TypeText(c, type) +
+           (constant ? "" : " (dimensions from specialization constants are never matched)");
+  }
+  for (const CoopMatType& type : MatricesOf(c, inst))
+    if (!CanShuffle(c, type.componentType))
+      return "values of " + TypeText(c, type) +
+             " cannot cross lanes without the module's Float16/Int8/Int16 capability";
+  if (inst.opcode == spv::Op::OpCooperativeMatrixReduceEXT)
+    return "the register reduction has no plan for this reduction mode and shape";
+  return "no register move between these layouts (needs more than one shuffle per element, or an intermediate "
+         "type the driver does not list)";
+}
+
+}  // namespace
+
+OperationReport ReportOperation(Context& c, const ir::Function& function, const ir::Instruction& inst) {
+  OperationReport report;
+  report.operation = Describe(inst).substr(0, Describe(inst).find(' '));
+  report.resultId = inst.resultId;
+  report.resultName = NameOf(c.module, inst.resultId);
+  report.functionId = function.definition.resultId;
+  report.functionName = NameOf(c.module, report.functionId);
+  report.registerPath = TakesRegisterPath(c, inst);
+  if (!report.registerPath) report.portableReason = PortableReason(c, inst);
+  return report;
+}
+
+}  // namespace coopmat

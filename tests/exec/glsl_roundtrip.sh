@@ -1,0 +1,52 @@
+#!/bin/sh
+# glsl_roundtrip.sh COOPMAT_LOWER GLSLANG IN_DIR OUT_DIR MODE
+#
+# For every execution-test module IN_DIR/exec/<name>.<env>.spv: lower it with
+# coopmat-lower (MODE portable: no register layouts; MODE register: lavapipe's
+# built-in layouts and matrix properties), turn the result into Vulkan GLSL
+# (--glsl, SPIRV-Cross) and compile that GLSL back with glslang for the same
+# SPIR-V version into OUT_DIR/exec/<name>.<env>.spv. The execution tests then run
+# those modules (which need no lowering any more) against the same CPU reference.
+# A module with nothing to lower (KHR or NV only) is copied as it is.
+set -u
+
+# One module (run in parallel by the main part below): prints "roundtrip", "copied" or "FAIL ...".
+if [ "$1" = --one ]; then
+  lower=$2 glslang=$3 out=$4 mode=$5 spv=$6
+  case $mode in
+    portable) options="" ;;
+    register) options="--builtin-layouts lavapipe:8 --flexible-dimensions
+                       --matrix-properties 8x8x8:f16,f16,f16,f16 --matrix-properties 8x8x8:f16,f16,f32,f32
+                       --matrix-properties 8x8x8:u8,u8,u32,u32 --matrix-properties 8x8x8:s8,s8,s32,s32" ;;
+  esac
+  file=$(basename "$spv")
+  env=$(printf '%s' "$file" | sed -n 's/.*\.\(spirv1\.[0-9]\)\.spv$/\1/p')
+  work="$out/work/${file%.spv}"
+  # shellcheck disable=SC2086
+  "$lower" "$spv" --explain --glsl "$work.glsl" $options >"$work.txt" 2>"$work.err"
+  rc=$?
+  if grep -q '^0 operations lowered' "$work.txt"; then
+    cp "$spv" "$out/exec/$file" && echo copied
+  elif [ $rc -ne 0 ]; then
+    echo "FAIL $file: coopmat-lower: $(cat "$work.err")"
+  elif ! "$glslang" -V --quiet -S comp --target-env "$env" -o "$out/exec/$file" "$work.glsl" >"$work.err" 2>&1; then
+    echo "FAIL $file: glslang rejects the GLSL ($work.glsl): $(head -n 5 "$work.err")"
+  else
+    echo roundtrip
+  fi
+  exit 0
+fi
+
+lower=$1 glslang=$2 in=$3 out=$4 mode=$5
+case $mode in
+  portable | register) ;;
+  *) echo "glsl_roundtrip.sh: mode must be portable or register" >&2; exit 2 ;;
+esac
+rm -rf "$out"
+mkdir -p "$out/exec" "$out/work"
+ls "$in"/exec/*.spv | xargs -P "$(nproc)" -n 1 sh "$0" --one "$lower" "$glslang" "$out" "$mode" >"$out/results.txt"
+grep '^FAIL' "$out/results.txt"
+roundtrips=$(grep -c '^roundtrip' "$out/results.txt")
+failures=$(grep -c '^FAIL' "$out/results.txt")
+echo "$roundtrips modules round-tripped through GLSL ($mode), $(grep -c '^copied' "$out/results.txt") copied (nothing to lower), $failures failures"
+[ "$roundtrips" -gt 0 ] && [ "$failures" -eq 0 ]
