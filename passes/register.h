@@ -51,6 +51,10 @@ bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to);
 // from the lane `laneId`; narrow values go through 32 bits.
 uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask);
 uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId);
+// A bfloat16 or fp8 value across lanes as its bits (encoded_float.cpp): copies of
+// it fill a 32-bit vector, OpBitcast to uint, `shuffle` moves the uint, and the
+// value comes back out of the bitcast vector. No arithmetic, no Int8/Int16.
+uint32_t EncodedShuffle(Builder& b, uint32_t value, const std::function<uint32_t(uint32_t)>& shuffle);
 
 // A gather from a source register layout into a destination one, as rounds: in
 // round t each invocation L fills its destination element M(L) ^ t with source
