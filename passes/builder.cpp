@@ -15,7 +15,8 @@ CoopMatType MatrixOf(Context& context, const ir::Instruction& inst, uint32_t id,
   auto info = context.types.CoopMatInfo(context.types.TypeOf(id));
   if (!info) Fail(Describe(inst) + ": " + what + " is not an OpTypeCooperativeMatrixKHR value");
   if (info->componentBytes != 1 && info->componentBytes != 2 && info->componentBytes != 4)
-    Fail(Describe(inst) + ": " + what + " has an unsupported component type (only 8/16/32-bit int and 16/32-bit float)");
+    Fail(Describe(inst) + ": " + what +
+         " has an unsupported component type (only 8/16/32-bit integers, 16/32-bit floats, bfloat16 and fp8 E4M3/E5M2)");
   auto scope = context.types.ConstantValue(info->scopeId);
   if (!scope || *scope != static_cast<uint32_t>(spv::Scope::Subgroup))
     Fail(Describe(inst) + ": " + what + " must have a constant Subgroup scope");

@@ -259,6 +259,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
 
   PlanPrivateTables(c);
   for (ir::Function& f : module.functions) LowerFunction(c, f);
+  DropMisplacedSaturation(c);
   CleanPreamble(c);
   ListPrivateTables(c);
   c.scratch.Finalize();

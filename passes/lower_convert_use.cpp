@@ -6,7 +6,9 @@
 // type changes too, the conversion happens either on an intermediate matrix in
 // registers, when the driver is known to support that intermediate type, or on
 // the scalars in the scratch, which declares no matrix type the module lacks.
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "register.h"
 
@@ -35,6 +37,24 @@ CoopMatType MakeType(Context& c, uint32_t component, uint32_t scope, uint32_t ro
   return *info;
 }
 
+constexpr uint32_t kSaturateDecoration = static_cast<uint32_t>(spv::Decoration::SaturatedToLargestFloat8NormalConversionEXT);
+
+// Whether the conversion `id` carries the fp8 saturation decoration.
+bool Saturates(const Context& c, uint32_t id) {
+  for (const ir::Instruction& a : c.module.annotations)
+    if (a.opcode == spv::Op::OpDecorate && a.Operand(0) == id && a.Operand(1) == kSaturateDecoration) return true;
+  return false;
+}
+
+// Emits conversion `op`; a saturating (fp8) conversion passes its decoration on to
+// every instruction that now does the converting.
+uint32_t Convert(Builder& b, spv::Op op, uint32_t type, uint32_t operand, bool saturate, uint32_t resultId = 0) {
+  const uint32_t id = b.Emit(op, type, {operand}, resultId);
+  if (saturate && op != spv::Op::OpBitcast)
+    b.context().module.annotations.emplace_back(spv::Op::OpDecorate, 0, 0, std::vector<uint32_t>{id, kSaturateDecoration});
+  return id;
+}
+
 // Element k (row-major) of the source in the slice. Integers come back as a
 // 32-bit uint, sign- or zero-extended; floats as the component type.
 uint32_t ReadWide(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t k, bool signExtend) {
@@ -54,19 +74,20 @@ uint32_t ReadWide(Builder& b, FunctionState& fs, const CoopMatType& type, uint32
 // integer is involved, so no 8/16-bit integer scalar (and so no Int8/Int16
 // arithmetic) is needed. Integer results are the low bits of a uint; float
 // results have the destination type.
-uint32_t ConvertScalar(Builder& b, FunctionState& fs, spv::Op op, const CoopMatType& from, const CoopMatType& to, uint32_t k) {
+uint32_t ConvertScalar(Builder& b, FunctionState& fs, spv::Op op, const CoopMatType& from, const CoopMatType& to, uint32_t k,
+                       bool saturate) {
   TypeManager& t = b.types();
   const uint32_t int32 = t.Int(32, true);
   switch (op) {
     case spv::Op::OpUConvert: return ReadWide(b, fs, from, k, false);
     case spv::Op::OpSConvert: return ReadWide(b, fs, from, k, true);
-    case spv::Op::OpConvertUToF: return b.Emit(op, to.componentType, {ReadWide(b, fs, from, k, false)});
+    case spv::Op::OpConvertUToF: return Convert(b, op, to.componentType, ReadWide(b, fs, from, k, false), saturate);
     case spv::Op::OpConvertSToF:
-      return b.Emit(op, to.componentType, {b.Emit(spv::Op::OpBitcast, int32, {ReadWide(b, fs, from, k, true)})});
+      return Convert(b, op, to.componentType, b.Emit(spv::Op::OpBitcast, int32, {ReadWide(b, fs, from, k, true)}), saturate);
     case spv::Op::OpConvertFToU: return b.Emit(op, t.Uint(), {ReadWide(b, fs, from, k, false)});
     case spv::Op::OpConvertFToS:
       return b.Emit(spv::Op::OpBitcast, t.Uint(), {b.Emit(op, int32, {ReadWide(b, fs, from, k, false)})});
-    case spv::Op::OpFConvert: return b.Emit(op, to.componentType, {ReadWide(b, fs, from, k, false)});
+    case spv::Op::OpFConvert: return Convert(b, op, to.componentType, ReadWide(b, fs, from, k, false), saturate);
     default: Fail(std::string("internal error: unexpected conversion ") + spv::OpToString(op));
   }
 }
@@ -77,7 +98,7 @@ uint32_t ConvertScalar(Builder& b, FunctionState& fs, spv::Op op, const CoopMatT
 // second region laid out in the source's order; the destination is loaded from
 // there (column-major for a transpose).
 void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst, const CoopMatType& from,
-                      const CoopMatType& to, bool transpose) {
+                      const CoopMatType& to, bool transpose, bool saturate) {
   TypeManager& t = b.types();
   Scratch& scratch = b.context().scratch;
   // The destination region's rows are the source's rows in `to`'s element size.
@@ -91,11 +112,10 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
   b.Loop(fs.lane, destWords, fs.subgroupSize, [&](uint32_t w) {
     std::vector<uint32_t> converted;
     for (uint32_t j = 0; j < perWord; ++j)
-      converted.push_back(ConvertScalar(b, fs, inst.opcode, from, to, b.Add(b.Mul(w, b.U(perWord)), b.U(j))));
+      converted.push_back(ConvertScalar(b, fs, inst.opcode, from, to, b.Add(b.Mul(w, b.U(perWord)), b.U(j)), saturate));
     uint32_t word = 0;
-    if (to.componentFloat && to.componentBytes == 2) {
-      const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(to.componentType, 2), converted);
-      word = b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
+    if (to.componentFloat && to.componentBytes < 4) {
+      word = PackFloats(b, to.componentType, converted);
     } else if (to.componentFloat) {
       word = b.Emit(spv::Op::OpBitcast, t.Uint(), {converted[0]});
     } else if (to.componentBytes == 4) {
@@ -201,7 +221,7 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
 // not OpNop, converts each element (OpBitcast for a signedness change). Narrow
 // sources converted to 32 bits are converted before they cross lanes.
 uint32_t RegisterMove(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& from, const CoopMatType& to,
-                      const GatherPlan& plan, spv::Op convert, uint32_t resultId) {
+                      const GatherPlan& plan, spv::Op convert, uint32_t resultId, bool saturate = false) {
   TypeManager& t = b.types();
   const bool early = convert != spv::Op::OpNop && t.ScalarWidth(from.componentType) < 32 && t.ScalarWidth(to.componentType) == 32;
   std::map<uint32_t, uint32_t> extracted;
@@ -209,11 +229,11 @@ uint32_t RegisterMove(Builder& b, const FunctionState& fs, uint32_t value, const
     auto it = extracted.find(i);
     if (it != extracted.end()) return it->second;
     uint32_t v = b.Emit(spv::Op::OpCompositeExtract, from.componentType, {value, i});
-    if (early) v = b.Emit(convert, to.componentType, {v});
+    if (early) v = Convert(b, convert, to.componentType, v, saturate);
     return extracted[i] = v;
   };
   std::function<uint32_t(uint32_t)> after;
-  if (convert != spv::Op::OpNop && !early) after = [&](uint32_t v) { return b.Emit(convert, to.componentType, {v}); };
+  if (convert != spv::Op::OpNop && !early) after = [&](uint32_t v) { return Convert(b, convert, to.componentType, v, saturate); };
   return EmitGather(b, fs, plan, element, early ? to.componentType : from.componentType, after, to.id, resultId);
 }
 
@@ -277,6 +297,7 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
   const auto [from, to, transpose] = CheckConversion(c, inst);
   const Strategy s = Choose(c, inst, from, to, transpose);
   const uint32_t source = inst.operands[0];
+  const bool saturate = Saturates(c, inst.resultId);
   // The route's move: in registers when planned, else the scratch round trip.
   auto move = [&](uint32_t value, const CoopMatType& a, const CoopMatType& z, uint32_t resultId) {
     if (s.registers) return RegisterMove(b, fs, value, a, z, *s.registers, spv::Op::OpNop, resultId);
@@ -294,7 +315,7 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
       break;
     case Route::ConvertThenMove: {
       const CoopMatType mid = MakeType(c, s.midComponent, from.scopeId, s.midRows, s.midCols, s.midUse);
-      move(b.Emit(inst.opcode, mid.id, {source}), mid, to, inst.resultId);
+      move(Convert(b, inst.opcode, mid.id, source, saturate), mid, to, inst.resultId);
       break;
     }
     case Route::MoveThenConvert: {
@@ -305,9 +326,9 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
     case Route::Scalars:
       if (s.registers) {
         const spv::Op convert = SignednessOnly(t, from.componentType, to.componentType) ? spv::Op::OpBitcast : inst.opcode;
-        RegisterMove(b, fs, source, from, to, *s.registers, convert, inst.resultId);
+        RegisterMove(b, fs, source, from, to, *s.registers, convert, inst.resultId, saturate);
       } else {
-        ConvertInScratch(b, fs, inst, from, to, transpose);
+        ConvertInScratch(b, fs, inst, from, to, transpose, saturate);
       }
       break;
   }
@@ -315,6 +336,27 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
   else ++c.stats.convert;
   if (transpose) ++c.stats.transpose;
   if (s.registers) ++c.stats.registerPath;
+}
+
+void CopySaturation(Context& c, uint32_t from, uint32_t to) {
+  if (Saturates(c, from))
+    c.module.annotations.emplace_back(spv::Op::OpDecorate, 0, 0, std::vector<uint32_t>{to, kSaturateDecoration});
+}
+
+void DropMisplacedSaturation(Context& c) {
+  std::set<uint32_t> conversions;
+  for (const ir::Function& f : c.module.functions)
+    for (const ir::Block& block : f.blocks)
+      for (const ir::Instruction& inst : block.instructions)
+        if (inst.opcode == spv::Op::OpFConvert || inst.opcode == spv::Op::OpConvertSToF || inst.opcode == spv::Op::OpConvertUToF)
+          conversions.insert(inst.resultId);
+  auto& annotations = c.module.annotations;
+  annotations.erase(std::remove_if(annotations.begin(), annotations.end(),
+                                   [&](const ir::Instruction& a) {
+                                     return a.opcode == spv::Op::OpDecorate && a.Operand(1) == kSaturateDecoration &&
+                                            !conversions.count(a.Operand(0));
+                                   }),
+                    annotations.end());
 }
 
 }  // namespace coopmat

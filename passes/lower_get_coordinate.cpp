@@ -5,7 +5,7 @@
 // element i of the loaded matrix then names the row (column) of element i. When
 // the shape is constant and small enough for every row-major index to be exact in
 // the component type (f32 and 32-bit integers always, f16 up to 2048 elements,
-// 8-bit types up to 256), one table of indices serves both: row = k / cols and
+// 8-bit integers and bfloat16 up to 256, fp8 up to 16 or 8), one table of indices serves both: row = k / cols and
 // col = k % cols, one round trip and one table read per coordinate.
 #include "register.h"
 
@@ -14,30 +14,43 @@ namespace {
 
 enum class Part { Whole, Low, High, Index };
 
-// Largest integer a component type represents exactly, as a coordinate.
-uint64_t MaxExact(const CoopMatType& type) {
-  if (type.componentFloat) return type.componentBytes == 2 ? 2048 : (1u << 24);
+// Largest integer a component type represents exactly, as a coordinate (floats:
+// every integer up to 2^(mantissa bits + 1), so bfloat16 256, fp8 E4M3 16, E5M2 8).
+uint64_t MaxExact(const TypeManager& t, const CoopMatType& type) {
+  if (type.componentFloat) return t.ExactIntegerLimit(type.componentType);
   if (type.componentBytes == 1) return 255;
   if (type.componentBytes == 2) return 65535;
   return 0xffffffffu;
 }
 
 // The base of the low/high split: low = x % base fits the type exactly.
-uint32_t SplitBase(const CoopMatType& type) {
-  if (type.componentFloat) return type.componentBytes == 2 ? 2048 : (1u << 24);
+uint32_t SplitBase(const TypeManager& t, const CoopMatType& type) {
+  if (type.componentFloat) return t.ExactIntegerLimit(type.componentType);
   return type.componentBytes == 1 ? 256 : 65536;
+}
+
+// A split coordinate's high part must be exact too: with fp8 (base 8 or 16) that
+// bounds the dimensions, which a constant shape can be checked against here.
+void CheckSplitFits(const TypeManager& t, const CoopMatType& type) {
+  auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
+  if (!rows || !cols) return;
+  const uint64_t base = SplitBase(t, type);
+  if ((uint64_t{std::max(*rows, *cols)} - 1) / base <= MaxExact(t, type)) return;
+  Fail("cooperative matrix type %" + std::to_string(type.id) + " is " + std::to_string(*rows) + "x" + std::to_string(*cols) +
+       ": too large for its coordinates to be learned exactly in its component type (at most " +
+       std::to_string(base * (MaxExact(t, type) + 1)) + " rows and columns)");
 }
 
 bool IndexTable(TypeManager& t, const CoopMatType& type) {
   auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
-  return rows && cols && *rows && *cols && uint64_t{*rows} * *cols - 1 <= MaxExact(type);
+  return rows && cols && *rows && *cols && uint64_t{*rows} * *cols - 1 <= MaxExact(t, type);
 }
 
 bool NeedsSplit(TypeManager& t, const CoopMatType& type) {
   if (type.componentBytes == 4) return false;  // f32 is exact to 2^24, far above any matrix dimension
   auto rows = t.ConstantValue(type.rowsId), cols = t.ConstantValue(type.colsId);
   if (!rows || !cols) return true;  // specialization constants: be exact for any value
-  return uint64_t{std::max(*rows, *cols)} - 1 > MaxExact(type);
+  return uint64_t{std::max(*rows, *cols)} - 1 > MaxExact(t, type);
 }
 
 // Encodes the uint `value` as one element of the component type, as raw bits in
@@ -70,9 +83,8 @@ uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool
       encoded.push_back(EncodeElement(b, type, coordinate));
     }
     uint32_t word = 0;
-    if (type.componentFloat && type.componentBytes == 2) {
-      const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(type.componentType, 2), encoded);
-      word = b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
+    if (type.componentFloat && type.componentBytes < 4) {
+      word = PackFloats(b, type.componentType, encoded);
     } else if (type.componentFloat) {
       word = b.Emit(spv::Op::OpBitcast, t.Uint(), {encoded[0]});
     } else {
@@ -118,7 +130,8 @@ const CoordinateTables& PrivateCoordinates(Context& c, const CoopMatType& type) 
   tables.rowVar = variable();
   tables.colVar = variable();
   if (NeedsSplit(t, type)) {
-    tables.splitBase = SplitBase(type);
+    CheckSplitFits(t, type);
+    tables.splitBase = SplitBase(t, type);
     tables.rowHighVar = variable();
     tables.colHighVar = variable();
   }
@@ -153,7 +166,8 @@ void PrepareCoordinates(Builder& entry, FunctionState& fs, const CoopMatType& ty
   if (IndexTable(entry.types(), type)) {
     tables.indexVar = LearnTable(entry, fs, type, false, Part::Index, 0);
   } else if (NeedsSplit(entry.types(), type)) {
-    tables.splitBase = SplitBase(type);
+    CheckSplitFits(entry.types(), type);
+    tables.splitBase = SplitBase(entry.types(), type);
     tables.rowVar = LearnTable(entry, fs, type, false, Part::Low, tables.splitBase);
     tables.rowHighVar = LearnTable(entry, fs, type, false, Part::High, tables.splitBase);
     tables.colVar = LearnTable(entry, fs, type, true, Part::Low, tables.splitBase);

@@ -82,6 +82,10 @@ class Scratch {
   std::set<std::pair<uint32_t, uint32_t>> requiredTypes_;  // (type, extra bytes per element)
 };
 
+// Two f16/bfloat16 or four fp8 values (lowest address first) as the bits of a uint:
+// OpCompositeConstruct of a vector, OpBitcast; no arithmetic on the elements.
+uint32_t PackFloats(Builder& b, uint32_t componentType, const std::vector<uint32_t>& elements);
+
 // Learned element->coordinate tables for one matrix type in one function.
 struct CoordinateTables {
   // A single table of row-major element indices (row = k / cols, col = k % cols) when
@@ -223,6 +227,12 @@ bool TakesRegisterPath(Context& context, const ir::Instruction& inst);
 bool CanLowerReduceInRegisters(Context& context, const ir::Instruction& inst);
 void LowerReduceInRegisters(Builder& b, FunctionState& fs, const ir::Instruction& inst);
 bool ConversionUsesScratch(Context& context, const ir::Instruction& inst);
+// The fp8 saturation decoration (SaturatedToLargestFloat8NormalConversionEXT): a
+// lowered conversion passes it on to the instructions that now convert (copied to
+// each per-subgroup-size version first); afterwards it is dropped from every id
+// that no longer names a conversion (a load or gather result).
+void CopySaturation(Context& context, uint32_t from, uint32_t to);
+void DropMisplacedSaturation(Context& context);
 
 // Applies a pipeline's specialization and freezes every specialization constant (specialize.cpp).
 void FreezeSpecialization(ir::Module& module, const Specialization& specialization);

@@ -48,22 +48,10 @@ struct Projection {
 };
 
 uint32_t VkComponentType(const TypeManager& t, uint32_t componentType, bool& ok) {
-  ok = false;
-  const ir::Instruction* component = t.GlobalDef(componentType);
-  if (!component) return 0;
-  const uint32_t width = component->Operand(0);
-  const uint32_t log = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : 4;
-  if (log > 3) return 0;
-  if (component->opcode == spv::Op::OpTypeFloat) {
-    if (component->operands.size() != 1 || log == 0) return 0;  // bfloat16 and fp8 are not mapped
-    ok = true;
-    return log - 1;
-  }
-  if (component->opcode == spv::Op::OpTypeInt) {
-    ok = true;
-    return (component->Operand(1) ? kTypeS8 : kTypeU8) + log;
-  }
-  return 0;
+  // bfloat16 and fp8 included: their layouts are the 16- and 8-bit ones of the tables.
+  const std::optional<uint32_t> type = t.VkComponentType(componentType);
+  ok = type.has_value();
+  return type.value_or(0);
 }
 
 bool HasCapability(const ir::Module& m, spv::Capability capability) {
@@ -173,15 +161,22 @@ uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLay
   return b.Xor(XorBits(b, fs.lane, laneImages), XorBits(b, index, indexImages));
 }
 
-bool CanShuffle(const Context& c, uint32_t scalarType) { return ArithmeticAllowed(c, scalarType); }
+// bfloat16 and fp8 cross lanes as bits (EncodedShuffle) and convert with
+// OpFConvert and friends, which their type capabilities allow.
+bool CanShuffle(const Context& c, uint32_t scalarType) {
+  return c.types.IsEncodedFloat(scalarType) || ArithmeticAllowed(c, scalarType);
+}
 
 bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to) {
-  return ArithmeticAllowed(c, from) && ArithmeticAllowed(c, to);
+  auto allowed = [&](uint32_t type) { return c.types.IsEncodedFloat(type) || ArithmeticAllowed(c, type); };
+  return allowed(from) && allowed(to);
 }
 
 uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask) {
   if (mask == 0) return value;
-  return ShuffleOp(b, spv::Op::OpGroupNonUniformShuffleXor, value, b.U(mask));
+  auto shuffle = [&](uint32_t v) { return ShuffleOp(b, spv::Op::OpGroupNonUniformShuffleXor, v, b.U(mask)); };
+  if (b.types().IsEncodedFloat(b.types().TypeOf(value))) return EncodedShuffle(b, value, shuffle);
+  return shuffle(value);
 }
 
 std::vector<uint32_t> ShuffleXorAll(Builder& b, const std::vector<uint32_t>& values, uint32_t mask) {
@@ -189,11 +184,13 @@ std::vector<uint32_t> ShuffleXorAll(Builder& b, const std::vector<uint32_t>& val
   TypeManager& t = b.types();
   const uint32_t type = t.TypeOf(values[0]);
   std::vector<uint32_t> out;
-  if (!(t.IsFloatType(type) && t.ScalarWidth(type) == 16) || b.context().options.subgroupExtendedTypes) {
+  // 16-bit floats travel two per 32-bit shuffle (half the cross-lane moves), unless
+  // the device shuffles f16 itself (shaderSubgroupExtendedTypes; never bfloat16).
+  const bool half = t.IsFloatType(type) && t.ScalarWidth(type) == 16;
+  if (!half || (!t.IsEncodedFloat(type) && b.context().options.subgroupExtendedTypes)) {
     for (uint32_t v : values) out.push_back(ShuffleXor(b, v, mask));
     return out;
   }
-  // Two 16-bit floats per 32-bit shuffle: half the cross-lane moves.
   b.context().usesShuffle = true;
   const uint32_t pair = t.Vector(type, 2);
   const uint32_t scope = b.U(static_cast<uint32_t>(spv::Scope::Subgroup));
@@ -209,7 +206,9 @@ std::vector<uint32_t> ShuffleXorAll(Builder& b, const std::vector<uint32_t>& val
 }
 
 uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId) {
-  return ShuffleOp(b, spv::Op::OpGroupNonUniformShuffle, value, laneId);
+  auto shuffle = [&](uint32_t v) { return ShuffleOp(b, spv::Op::OpGroupNonUniformShuffle, v, laneId); };
+  if (b.types().IsEncodedFloat(b.types().TypeOf(value))) return EncodedShuffle(b, value, shuffle);
+  return shuffle(value);
 }
 
 // ---- Gather ---------------------------------------------------------------------
@@ -470,6 +469,7 @@ void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst, const std
     version.resultId = c.module.TakeId();
     t.SetTypeOf(version.resultId, inst.typeId);
     if (c.transposed.count(inst.resultId)) c.transposed.insert(version.resultId);  // decorations follow the id
+    CopySaturation(c, inst.resultId, version.resultId);
     lower(b, version);
     b.EmitVoid(spv::Op::OpStore, {variable, version.resultId});
     if (k == 0) afterFirst = c.stats;

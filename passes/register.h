@@ -53,6 +53,10 @@ uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask);
 uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId);
 // ShuffleXor of every value (all of one type); 16-bit floats go two per 32-bit shuffle.
 std::vector<uint32_t> ShuffleXorAll(Builder& b, const std::vector<uint32_t>& values, uint32_t mask);
+// A bfloat16 or fp8 value across lanes as its bits (encoded_float.cpp): copies of
+// it fill a 32-bit vector, OpBitcast to uint, `shuffle` moves the uint, and the
+// value comes back out of the bitcast vector. No arithmetic, no Int8/Int16.
+uint32_t EncodedShuffle(Builder& b, uint32_t value, const std::function<uint32_t(uint32_t)>& shuffle);
 
 // A gather from a source register layout into a destination one, as rounds: in
 // round t each invocation L fills its destination element M(L) ^ t with source

@@ -120,25 +120,12 @@ bool Context::IsSupportedMatrix(uint32_t componentType, uint32_t rowsId, uint32_
         sameValue(g.operands[3], colsId) && types.ConstantValue(g.operands[4]) == static_cast<uint32_t>(use))
       return true;
   if (options.supportedMatrixTypes.empty()) return false;
-  const ir::Instruction* component = types.GlobalDef(componentType);
-  if (!component) return false;
-  // VkComponentTypeKHR: FLOAT16 0, FLOAT32 1, FLOAT64 2, SINT8..SINT64 3..6, UINT8..UINT64 7..10.
-  uint32_t vkType = 0;
-  const uint32_t width = component->Operand(0);
-  const uint32_t log = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : 4;
-  if (log > 3) return false;
-  if (component->opcode == spv::Op::OpTypeFloat) {
-    if (component->operands.size() != 1 || log == 0) return false;  // encoded floats (bfloat16, fp8) are not mapped
-    vkType = log - 1;
-  } else if (component->opcode == spv::Op::OpTypeInt) {
-    vkType = (component->Operand(1) ? 3 : 7) + log;
-  } else {
-    return false;
-  }
+  const std::optional<uint32_t> vkType = types.VkComponentType(componentType);
+  if (!vkType) return false;
   const auto rows = types.ConstantValue(rowsId), cols = types.ConstantValue(colsId);
   if (!rows || !cols || !*rows || !*cols) return false;  // specialization constants: unknown until pipeline creation
   for (const SupportedMatrixType& s : options.supportedMatrixTypes) {
-    if (s.componentType != vkType || s.use != static_cast<uint32_t>(use) || !s.rows || !s.cols) continue;
+    if (s.componentType != *vkType || s.use != static_cast<uint32_t>(use) || !s.rows || !s.cols) continue;
     if (!options.flexibleDimensions) {
       if (*rows == s.rows && *cols == s.cols) return true;
     } else if (*rows % s.rows == 0 && *cols % s.cols == 0 &&
@@ -322,9 +309,9 @@ uint32_t Scratch::ReadElement(Builder& b, const FunctionState& fs, const CoopMat
   const uint32_t perWord = 4 / type.componentBytes;
   const uint32_t word = LoadWord(b, fs, b.Div(k, b.U(perWord)));
   const uint32_t lane = b.Mod(k, b.U(perWord));
-  if (type.componentFloat) {  // f16: the word is a vector of two halves
-    const uint32_t pair = b.Emit(spv::Op::OpBitcast, t.Vector(component, 2), {word});
-    return b.Emit(spv::Op::OpVectorExtractDynamic, component, {pair, lane});
+  if (type.componentFloat) {  // f16, bfloat16, fp8: the word is a vector of them
+    const uint32_t elements = b.Emit(spv::Op::OpBitcast, t.Vector(component, perWord), {word});
+    return b.Emit(spv::Op::OpVectorExtractDynamic, component, {elements, lane});
   }
   const uint32_t bits = b.ShiftRight(word, b.Mul(lane, b.U(8 * type.componentBytes)));
   // Truncating conversion; SConvert for signed results so the type rules hold.
@@ -335,9 +322,12 @@ std::vector<uint32_t> Scratch::Unpack(Builder& b, const CoopMatType& type, uint3
   TypeManager& t = context_.types;
   const uint32_t component = type.componentType;
   if (type.componentBytes == 4) return {component == t.Uint() ? word : b.Emit(spv::Op::OpBitcast, component, {word})};
-  if (type.componentFloat) {  // f16
-    const uint32_t pair = b.Emit(spv::Op::OpBitcast, t.Vector(component, 2), {word});
-    return {b.Emit(spv::Op::OpCompositeExtract, component, {pair, 0}), b.Emit(spv::Op::OpCompositeExtract, component, {pair, 1})};
+  if (type.componentFloat) {  // f16, bfloat16, fp8: the word is a vector of them
+    const uint32_t perWord = 4 / type.componentBytes;
+    const uint32_t vector = b.Emit(spv::Op::OpBitcast, t.Vector(component, perWord), {word});
+    std::vector<uint32_t> elements;
+    for (uint32_t j = 0; j < perWord; ++j) elements.push_back(b.Emit(spv::Op::OpCompositeExtract, component, {vector, j}));
+    return elements;
   }
   std::vector<uint32_t> elements;
   for (uint32_t j = 0; j < 4 / type.componentBytes; ++j) {
@@ -347,14 +337,17 @@ std::vector<uint32_t> Scratch::Unpack(Builder& b, const CoopMatType& type, uint3
   return elements;
 }
 
+uint32_t PackFloats(Builder& b, uint32_t componentType, const std::vector<uint32_t>& elements) {
+  TypeManager& t = b.types();
+  const uint32_t vector = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(componentType, static_cast<uint32_t>(elements.size())), elements);
+  return b.Emit(spv::Op::OpBitcast, t.Uint(), {vector});
+}
+
 uint32_t Scratch::Pack(Builder& b, const CoopMatType& type, const std::vector<uint32_t>& elements) {
   TypeManager& t = context_.types;
   if (elements.size() * type.componentBytes != 4) Fail("internal error: Pack needs a whole word of elements");
   if (type.componentBytes == 4) return type.componentType == t.Uint() ? elements[0] : b.Emit(spv::Op::OpBitcast, t.Uint(), {elements[0]});
-  if (type.componentFloat) {  // f16
-    const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(type.componentType, 2), elements);
-    return b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
-  }
+  if (type.componentFloat) return PackFloats(b, type.componentType, elements);
   uint32_t word = 0;
   for (size_t j = 0; j < elements.size(); ++j) {
     const uint32_t bits = b.Emit(spv::Op::OpUConvert, t.Uint(), {elements[j]});  // zero-extends signed ones too

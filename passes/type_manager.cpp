@@ -1,5 +1,7 @@
 #include "type_manager.h"
 
+#include "coopmat/layout.h"
+
 namespace coopmat {
 
 void Fail(std::string message) { throw LowerError{std::move(message)}; }
@@ -162,6 +164,40 @@ bool TypeManager::IsFloatType(uint32_t typeId) const {
   return def && def->opcode == spv::Op::OpTypeFloat;
 }
 
+bool TypeManager::IsEncodedFloat(uint32_t typeId) const {
+  const ir::Instruction* def = GlobalDef(typeId);
+  return def && def->opcode == spv::Op::OpTypeFloat && def->operands.size() > 1;
+}
+
+std::optional<uint32_t> TypeManager::VkComponentType(uint32_t typeId) const {
+  const ir::Instruction* def = GlobalDef(typeId);
+  if (!def || def->operands.empty()) return std::nullopt;
+  const uint32_t width = def->Operand(0);
+  const uint32_t log = width == 8 ? 0 : width == 16 ? 1 : width == 32 ? 2 : width == 64 ? 3 : 4;
+  if (log > 3) return std::nullopt;
+  if (def->opcode == spv::Op::OpTypeInt) return (def->Operand(1) ? kTypeS8 : kTypeU8) + log;
+  if (def->opcode != spv::Op::OpTypeFloat) return std::nullopt;
+  if (def->operands.size() == 1) return log == 0 ? std::nullopt : std::optional<uint32_t>(kTypeF16 + log - 1);
+  switch (static_cast<spv::FPEncoding>(def->Operand(1))) {
+    case spv::FPEncoding::BFloat16KHR: return width == 16 ? std::optional<uint32_t>(kTypeBF16) : std::nullopt;
+    case spv::FPEncoding::Float8E4M3EXT: return width == 8 ? std::optional<uint32_t>(kTypeE4M3) : std::nullopt;
+    case spv::FPEncoding::Float8E5M2EXT: return width == 8 ? std::optional<uint32_t>(kTypeE5M2) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+uint32_t TypeManager::ExactIntegerLimit(uint32_t typeId) const {
+  switch (VkComponentType(typeId).value_or(~0u)) {
+    case kTypeF16: return 1u << 11;
+    case kTypeF32: return 1u << 24;
+    case kTypeF64: return 0xffffffffu;  // 2^53, beyond any uint coordinate
+    case kTypeBF16: return 1u << 8;
+    case kTypeE4M3: return 1u << 4;
+    case kTypeE5M2: return 1u << 3;
+    default: return 0;
+  }
+}
+
 bool TypeManager::IsCoopMat(uint32_t typeId) const {
   const ir::Instruction* def = GlobalDef(typeId);
   return def && def->opcode == spv::Op::OpTypeCooperativeMatrixKHR;
@@ -181,10 +217,10 @@ std::optional<CoopMatType> TypeManager::CoopMatInfo(uint32_t typeId) const {
   if (!component) return std::nullopt;
   info.componentFloat = component->opcode == spv::Op::OpTypeFloat;
   info.componentSigned = component->opcode == spv::Op::OpTypeInt && component->Operand(1) == 1;
-  // Floats with an encoding operand (bfloat16, fp8) are not handled: their bits
-  // cannot be produced by a plain conversion from an integer.
-  if (info.componentFloat && component->operands.size() != 1) info.componentBytes = 0;
-  else info.componentBytes = component->Operand(0) / 8;
+  info.componentBytes = component->Operand(0) / 8;
+  // Encodings the lowerings know (bfloat16, fp8); any other is refused by MatrixOf.
+  info.componentEncoded = info.componentFloat && component->operands.size() > 1;
+  if (info.componentEncoded && !VkComponentType(info.componentType)) info.componentBytes = 0;
   if (auto use = ConstantValue(info.useId)) info.use = static_cast<MatrixUse>(*use);
   return info;
 }

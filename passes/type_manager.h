@@ -30,9 +30,12 @@ struct CoopMatType {
   uint32_t colsId = 0;
   uint32_t useId = 0;
   MatrixUse use = MatrixUse::A;   // valid when the Use is a plain constant
-  uint32_t componentBytes = 0;    // 1, 2 or 4
+  uint32_t componentBytes = 0;    // 1, 2 or 4 (8 for 64-bit types, which no lowering handles)
   bool componentFloat = false;
   bool componentSigned = false;
+  // An OpTypeFloat with an FPEncoding operand (bfloat16, fp8 E4M3/E5M2): its values
+  // can be moved and converted (OpFConvert and friends), never computed with.
+  bool componentEncoded = false;
 };
 
 class TypeManager {
@@ -77,6 +80,12 @@ class TypeManager {
   bool IsIntType(uint32_t typeId) const;
   bool IsSignedInt(uint32_t typeId) const;
   bool IsFloatType(uint32_t typeId) const;
+  // An OpTypeFloat with an FPEncoding operand (bfloat16, fp8).
+  bool IsEncodedFloat(uint32_t typeId) const;
+  // The VkComponentTypeKHR of a scalar type (bfloat16, fp8 included), or nullopt.
+  std::optional<uint32_t> VkComponentType(uint32_t typeId) const;
+  // Integers 0..N that a float type holds exactly (2^(mantissa bits + 1)); 0 when not a float.
+  uint32_t ExactIntegerLimit(uint32_t typeId) const;
 
   // Ids that carry any decoration (so they must not be reused as a generic type).
   bool IsDecorated(uint32_t id) const;

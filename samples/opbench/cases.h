@@ -17,7 +17,7 @@ namespace opbench {
 // ---------------------------------------------------------------------------
 // Component types and matrices
 
-enum class Type { F16, F32, U8, S8, U32, S32 };
+enum class Type { F16, F32, U8, S8, U32, S32, BF16, E4M3, E5M2 };
 
 struct TypeInfo {
   const char* name;
@@ -34,12 +34,15 @@ inline TypeInfo Info(Type t) {
     case Type::S8: return {"s8", 1, true, VK_COMPONENT_TYPE_SINT8_KHR};
     case Type::U32: return {"u32", 4, false, VK_COMPONENT_TYPE_UINT32_KHR};
     case Type::S32: return {"s32", 4, true, VK_COMPONENT_TYPE_SINT32_KHR};
+    case Type::BF16: return {"bf16", 2, true, VK_COMPONENT_TYPE_BFLOAT16_KHR};
+    case Type::E4M3: return {"e4m3", 1, true, VK_COMPONENT_TYPE_FLOAT8_E4M3_EXT};
+    case Type::E5M2: return {"e5m2", 1, true, VK_COMPONENT_TYPE_FLOAT8_E5M2_EXT};
   }
   return {"?", 0, false, VK_COMPONENT_TYPE_MAX_ENUM_KHR};
 }
 
 inline std::optional<Type> ParseType(const std::string& s) {
-  for (Type t : {Type::F16, Type::F32, Type::U8, Type::S8, Type::U32, Type::S32})
+  for (Type t : {Type::F16, Type::F32, Type::U8, Type::S8, Type::U32, Type::S32, Type::BF16, Type::E4M3, Type::E5M2})
     if (s == Info(t).name) return t;
   return std::nullopt;
 }

@@ -49,6 +49,35 @@ using namespace opbench;
 // ---------------------------------------------------------------------------
 // Component values
 
+// bfloat16: the high half of an f32 (truncated; the benchmark's values are exact).
+double Bf16ToDouble(uint16_t bits) {
+  const uint32_t word = uint32_t{bits} << 16;
+  float f;
+  std::memcpy(&f, &word, 4);
+  return f;
+}
+uint16_t DoubleToBf16(double v) {
+  const float f = static_cast<float>(v);
+  uint32_t word;
+  std::memcpy(&word, &f, 4);
+  return static_cast<uint16_t>(word >> 16);
+}
+// fp8 E4M3 (bias 7, no infinities) and E5M2 (bias 15); NaN codes decode as 0.
+double Fp8ToDouble(uint8_t bits, bool e4m3) {
+  const int mantissaBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  const int exponent = (bits & 0x7f) >> mantissaBits, mantissa = bits & ((1 << mantissaBits) - 1);
+  if ((e4m3 && (bits & 0x7f) == 0x7f) || (!e4m3 && exponent == 31)) return 0;
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, 1 - bias - mantissaBits)
+                                         : std::ldexp((1 << mantissaBits) + mantissa, exponent - bias - mantissaBits);
+  return bits & 0x80 ? -magnitude : magnitude;
+}
+uint8_t DoubleToFp8(double v, bool e4m3) {  // the nearest finite code
+  uint8_t best = 0;
+  for (int code = 0; code < 256; ++code)
+    if (std::fabs(Fp8ToDouble(static_cast<uint8_t>(code), e4m3) - v) < std::fabs(Fp8ToDouble(best, e4m3) - v)) best = static_cast<uint8_t>(code);
+  return best;
+}
+
 // Reads / writes element i of a tightly packed array of type t. Every value the
 // benchmark uses is a small integer, exact in every type.
 double Load(Type t, const void* data, size_t i) {
@@ -59,6 +88,9 @@ double Load(Type t, const void* data, size_t i) {
     case Type::S8: return static_cast<const int8_t*>(data)[i];
     case Type::U32: return static_cast<const uint32_t*>(data)[i];
     case Type::S32: return static_cast<const int32_t*>(data)[i];
+    case Type::BF16: return Bf16ToDouble(static_cast<const uint16_t*>(data)[i]);
+    case Type::E4M3: return Fp8ToDouble(static_cast<const uint8_t*>(data)[i], true);
+    case Type::E5M2: return Fp8ToDouble(static_cast<const uint8_t*>(data)[i], false);
   }
   return 0;
 }
@@ -71,6 +103,9 @@ void Store(Type t, void* data, size_t i, double v) {
     case Type::S8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v); break;
     case Type::U32: static_cast<uint32_t*>(data)[i] = static_cast<uint32_t>(v); break;
     case Type::S32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); break;
+    case Type::BF16: static_cast<uint16_t*>(data)[i] = DoubleToBf16(v); break;
+    case Type::E4M3: static_cast<uint8_t*>(data)[i] = DoubleToFp8(v, true); break;
+    case Type::E5M2: static_cast<uint8_t*>(data)[i] = DoubleToFp8(v, false); break;
   }
 }
 

@@ -16,9 +16,17 @@
 //   WAY_NV   GL_NV_cooperative_matrix2, the driver's own implementation
 //   WAY_KHR  KHR only: the store-to-shared workaround apps use today
 //   SAME_TYPE  ET and ET2 are the same type (the workaround skips a pass)
+//   ENCODED  ET or ET2 is bfloat16 or fp8 (Elem and Sum compute in f32)
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types : require
+#ifdef ENCODED
+// bfloat16 / fp8 cases (layer way only): these types have no arithmetic, so the
+// element and combine functions compute in f32 and convert back.
+#extension GL_EXT_bfloat16 : require
+#extension GL_EXT_float_e4m3 : require
+#extension GL_EXT_float_e5m2 : require
+#endif
 #if defined(WAY_EXT)
 #extension GL_EXT_cooperative_matrix_maintenance1 : require
 #elif defined(WAY_NV)
@@ -38,8 +46,13 @@ layout(set = 0, binding = 1) writeonly buffer Dst { ET2 dst[]; };
 #define Result coopmat<ET2, gl_ScopeSubgroup, R2, C2, USE2>
 
 // The element function of OP 1 and 2, and the reduction's combine function.
+#ifdef ENCODED
+ET Elem(const in uint32_t row, const in uint32_t col, const in ET x) { return ET(float(x) * 2.0 + float((row * 3 + col) & 7)); }
+ET Sum(const in ET a, const in ET b) { return ET(float(a) + float(b)); }
+#else
 ET Elem(const in uint32_t row, const in uint32_t col, const in ET x) { return x * ET(2) + ET((row * 3 + col) & 7); }
 ET Sum(const in ET a, const in ET b) { return a + b; }
+#endif
 
 #ifdef WAY_KHR
 shared ET stage[R * C];
