@@ -431,6 +431,19 @@ TEST_CASE("the implicit manifest loads the layer unless the disable variable is 
     Instance instance(InstanceOptions{.withLayer = false});
     REQUIRE(instance.ok());
     CHECK(CountOf(DeviceExtensions(instance), kExtName) == 1);
+    const auto features = QueryFeatures(instance);
+    CHECK(features.cooperativeMatrixReductions);
+    CHECK(features.cooperativeMatrixGetCoordinate);
+  }
+  SECTION("implicit and also enabled by name, as apps that look for the layer do") {
+    Instance instance(InstanceOptions{.withLayer = true});
+    REQUIRE(instance.ok());
+    CHECK(CountOf(DeviceExtensions(instance), kExtName) == 1);
+    const auto features = QueryFeatures(instance);
+    CHECK(features.cooperativeMatrixReductions);
+    CHECK(features.cooperativeMatrixGetCoordinate);
+    Device device(instance);
+    CHECK(device.ok());
   }
   SECTION("disabled by DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1=1") {
     ScopedEnv disable("DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1", "1");

@@ -3,8 +3,9 @@
 # into a fresh root — an overlay over this one, so the real root is never touched —
 # and checks there, with no layer variables in the environment, that the layer is
 # an implicit layer: vulkaninfo lists VK_EXT_cooperative_matrix_maintenance1, the
-# attention sample runs its maintenance1 kernel without asking for the layer, and
-# DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1=1 takes both away.
+# attention sample runs its maintenance1 kernel with no layer variables set, and
+# DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1=1 takes the extension away from an app that
+# does not name the layer (vulkaninfo).
 #
 # Needs root (mount, chroot); exits 77 (skipped) without it.
 set -euo pipefail
@@ -67,10 +68,12 @@ if libc.mount(*a) != 0: sys.exit(\"mount %s: %s\" % (sys.argv[2], os.strerror(ct
     local what=$1; shift
     if "$@"; then log "ok: $what"; else log "FAIL: $what"; failures=$((failures + 1)); fi
   }
-  listed() { run "$@" vulkaninfo >/tmp/vulkaninfo.txt 2>&1; grep -q "$ext" /tmp/vulkaninfo.txt; }
+  # A device extension line (one tab in), not the list in the Layers section.
+  listed() { run "$@" vulkaninfo >/tmp/vulkaninfo.txt 2>&1; grep -q "^$(printf "\t")$ext *: extension revision" /tmp/vulkaninfo.txt; }
+  # As a user runs it, with no layer variables (its --no-layer would switch implicit layers off).
   # The sample exits 0 when way 1 is merely unavailable: it ran only if its line is not "n/a".
   attention() {
-    run "$@" /usr/libexec/coopmat-maintenance1/attention/attention --no-layer --check-only --ways layer --seq 32 --dim 32 \
+    run "$@" /usr/libexec/coopmat-maintenance1/attention/attention --check-only --ways layer --seq 32 --dim 32 \
       >/tmp/attention.txt 2>&1 && ! grep -q "maintenance1 *n/a" /tmp/attention.txt
   }
   not() { ! "$@"; }
@@ -80,8 +83,9 @@ if libc.mount(*a) != 0: sys.exit(\"mount %s: %s\" % (sys.argv[2], os.strerror(ct
   [ $failures -eq 0 ] || head -n 20 /tmp/vulkaninfo.txt
   check "attention runs its maintenance1 kernel without enabling the layer" attention
   check "coopmat-lower runs from /usr/bin" run coopmat-lower --help
+  # The variable stops the implicit activation; an app that names the layer (the sample
+  # does when the loader lists it) still gets it, as the loader specifies.
   check "$off: vulkaninfo no longer lists $ext" not listed "$off"
-  check "$off: the maintenance1 kernel no longer runs" not attention "$off"
   [ $failures -eq 0 ] || tail -n 5 /tmp/attention.txt
   exit $failures
 ' package-test "$deb" "$ext" "$scratch" || status=$?
