@@ -44,6 +44,22 @@ bool NeedsLowering(Context& c, const ir::Instruction& inst) {
   return !toUse || !fromUse || *toUse != *fromUse;
 }
 
+// The results decorated CooperativeMatrixTransposeEXT, directly or through a
+// decoration group (OpGroupDecorate applies the group's decorations to its targets).
+void CollectTransposed(const ir::Module& m, std::set<uint32_t>& transposed) {
+  std::set<uint32_t> groups, transposingGroups;
+  for (const ir::Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpDecorationGroup) groups.insert(a.resultId);
+  for (const ir::Instruction& a : m.annotations) {
+    if (a.opcode != spv::Op::OpDecorate || a.Operand(1) != kTransposeDecoration) continue;
+    if (groups.count(a.Operand(0))) transposingGroups.insert(a.Operand(0));
+    else transposed.insert(a.Operand(0));
+  }
+  for (const ir::Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpGroupDecorate && transposingGroups.count(a.Operand(0)))
+      transposed.insert(a.operands.begin() + 1, a.operands.end());
+}
+
 // The matrix types whose coordinate tables a function needs (Reduce needs none: its
 // portable lowering writes the result row-major and loads it).
 void CollectCoordinateTypes(Context& c, const ir::Instruction& inst, std::vector<CoopMatType>& out) {
@@ -105,6 +121,7 @@ void LowerFunction(Context& c, ir::Function& function) {
   // The scratch slice only when some operation here (or a table it learns) uses it.
   const bool scratch = portable || !coordinateTypes.empty() || learns != c.entryLearns.end();
   if (function.blocks.empty()) Fail("function %" + std::to_string(function.definition.resultId) + " has no blocks");
+  SplitLoopHeadersWith(c, function, [&](const ir::Instruction& inst) { return NeedsLowering(c, inst); });
 
   // Entry block, after the variables: builtins, the slice base, learned tables.
   size_t start = 1;
@@ -238,8 +255,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   c.subgroupSizes.erase(std::unique(c.subgroupSizes.begin(), c.subgroupSizes.end()), c.subgroupSizes.end());
   c.vulkanMemoryModel = !module.memoryModel.empty() &&
                         module.memoryModel[0].Operand(1) == static_cast<uint32_t>(spv::MemoryModel::Vulkan);
-  for (const ir::Instruction& a : module.annotations)
-    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == kTransposeDecoration) c.transposed.insert(a.Operand(0));
+  CollectTransposed(module, c.transposed);
   for (const ir::Function& f : module.functions) c.functionTypes[f.definition.resultId] = f.definition.Operand(1);
   for (const ir::Instruction& entry : module.entryPoints) c.entryFunctions.insert(entry.Operand(1));
 

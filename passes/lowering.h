@@ -216,6 +216,10 @@ bool ConversionUsesScratch(Context& context, const ir::Instruction& inst);
 // Applies a pipeline's specialization and freezes every specialization constant (specialize.cpp).
 void FreezeSpecialization(ir::Module& module, const Specialization& specialization);
 
+// Gives every loop header of `function` holding an instruction `needsLowering`
+// accepts a block of its own for that code (loop_header.cpp), so the lowerings can split it.
+void SplitLoopHeadersWith(Context& c, ir::Function& function, const std::function<bool(const ir::Instruction&)>& needsLowering);
+
 // "OpFoo %12" for error messages.
 std::string Describe(const ir::Instruction& inst);
 // The matrix type of value `id`, or a LowerError naming `inst` and `what`.
