@@ -134,11 +134,11 @@ void LowerFunction(Context& c, ir::Function& function) {
   FunctionState fs{function};
   const uint32_t uintType = t.Uint();
   if (scratch) {
-    const uint32_t subgroupId = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupId)});
+    const uint32_t subgroupId = LoadBuiltin(b, spv::BuiltIn::SubgroupId);
     fs.sliceBase = b.Emit(spv::Op::OpIMul, uintType, {subgroupId, c.scratch.WordsPerSlice()});
   }
-  fs.lane = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupLocalInvocationId)});
-  if (scratch) fs.subgroupSize = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
+  fs.lane = LoadBuiltin(b, spv::BuiltIn::SubgroupLocalInvocationId);
+  if (scratch) fs.subgroupSize = LoadBuiltin(b, spv::BuiltIn::SubgroupSize);
   for (const CoopMatType& type : coordinateTypes) PrepareCoordinates(b, fs, type);
   if (learns != c.entryLearns.end())
     for (const CoopMatType& type : learns->second) LearnPrivateCoordinates(b, fs, type);
@@ -265,6 +265,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
       for (const ir::Instruction& inst : block.instructions) anyWork |= NeedsLowering(c, inst);
   if (anyWork && module.SpirvMinor() < 3) Fail("SPV_EXT_cooperative_matrix_maintenance1 needs SPIR-V 1.3 or newer");
 
+  CheckLoweredStages(c, [&](const ir::Instruction& inst) { return NeedsLowering(c, inst); });
   PlanPrivateTables(c);
   for (ir::Function& f : module.functions) LowerFunction(c, f);
   CleanPreamble(c);

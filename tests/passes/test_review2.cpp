@@ -227,3 +227,73 @@ TEST_CASE("review 10: a loop header choosing between two blocks inside the loop 
   CHECK_THAT(result.error, ContainsSubstring("OpCooperativeMatrixReduceEXT"));
   CHECK_THAT(result.error, ContainsSubstring("loop header"));
 }
+
+namespace {
+
+std::string ReduceText() { return Disassemble(passtest::LoadShader("reduce", "spirv1.6")); }
+
+std::string InsertAfter(std::string text, const std::string& after, const std::string& insert) {
+  const size_t at = text.find(after);
+  if (at == std::string::npos) throw std::runtime_error("'" + after + "' not found");
+  return text.insert(text.find('\n', at) + 1, insert);
+}
+
+size_t BuiltinVariables(const Module& m, spv::BuiltIn builtin) {
+  size_t n = 0;
+  for (const Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::BuiltIn) &&
+        a.Operand(2) == static_cast<uint32_t>(builtin))
+      ++n;
+  return n;
+}
+
+}  // namespace
+
+// Finding 13: a Fragment entry point reaching a lowered operation got code that uses
+// a Workgroup variable and builtins outside its interface.
+TEST_CASE("review 13: a non-compute entry point reaching a lowered operation is refused by name", "[review][malformed]") {
+  const std::string text = InsertAfter(ReduceText(), "OpEntryPoint GLCompute %main", "OpEntryPoint Fragment %main \"frag\"\nOpExecutionMode %main OriginUpperLeft\n");
+  const auto result = coopmat::LowerModule(Assemble(text), LayerLike());
+  INFO(result.error);
+  CHECK_FALSE(result.ok);
+  CHECK(result.words.empty());
+  CHECK_THAT(result.error, ContainsSubstring("entry point \"frag\" (Fragment)"));
+  CHECK_THAT(result.error, ContainsSubstring("OpCooperativeMatrixReduceEXT"));
+}
+
+TEST_CASE("review 13: a non-compute entry point that reaches nothing lowered keeps its interface", "[review]") {
+  std::string text = InsertAfter(ReduceText(), "OpEntryPoint GLCompute %main", "OpEntryPoint Fragment %frag \"frag\"\nOpExecutionMode %frag OriginUpperLeft\n");
+  text += "%frag = OpFunction %void None %3\n%frag_entry = OpLabel\nOpReturn\nOpFunctionEnd\n";
+  const auto input = Assemble(text);
+  const auto result = coopmat::LowerModule(input, LayerLike());
+  ExpectValid(result);
+  auto fragmentEntry = [](const Module& m) {
+    for (const Instruction& entry : m.entryPoints)
+      if (entry.Operand(0) == static_cast<uint32_t>(spv::ExecutionModel::Fragment)) return entry.operands;
+    return std::vector<uint32_t>{};
+  };
+  const auto before = fragmentEntry(passtest::ParseOrFail(input));
+  REQUIRE_FALSE(before.empty());
+  CHECK(fragmentEntry(passtest::ParseOrFail(result.words)) == before);
+}
+
+// Finding 15: a module's own SubgroupLocalInvocationId declared as `int` was not
+// reused, so the interface got a second variable with the same BuiltIn.
+TEST_CASE("review 15: a builtin the module declares as int is reused through a bitcast", "[review]") {
+  std::string text = ReduceText();
+  text = InsertAfter(text, "OpCapability Shader", "OpCapability GroupNonUniform\n");
+  text = InsertAfter(text, "OpDecorate", "OpDecorate %lane BuiltIn SubgroupLocalInvocationId\nOpDecorate %sgsize BuiltIn SubgroupSize\n");
+  text = InsertAfter(text, "%int = OpTypeInt 32 1",
+                     "%_ptr_Input_int_lane = OpTypePointer Input %int\n%lane = OpVariable %_ptr_Input_int_lane Input\n"
+                     "%sgsize = OpVariable %_ptr_Input_int_lane Input\n");
+  const size_t entry = text.find("OpEntryPoint GLCompute %main \"main\"");
+  text.insert(text.find('\n', entry), " %lane %sgsize");
+  const auto input = Assemble(text);
+  REQUIRE(coopmat::ValidateModule(input).empty());
+  const auto result = coopmat::LowerModule(input, LayerLike());
+  ExpectValid(result);
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(BuiltinVariables(m, spv::BuiltIn::SubgroupLocalInvocationId) == 1);
+  CHECK(BuiltinVariables(m, spv::BuiltIn::SubgroupSize) == 1);
+  CHECK(passtest::CountOpcode(m, spv::Op::OpBitcast) >= 2);
+}
