@@ -275,11 +275,19 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
     }
     downInfo.enabledExtensionCount = static_cast<uint32_t>(downExtensions.size());
     downInfo.ppEnabledExtensionNames = downExtensions.data();
+    VkStructureType unknown = VK_STRUCTURE_TYPE_MAX_ENUM;
     if (!chainCopy.Copy(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT,
-                        &downInfo.pNext)) {
-      Log(instance, LogLevel::Error, "vkCreateDevice: a structure in pNext is unknown to the layer, cannot strip the "
-                                     "maintenance1 feature struct without writing to the application's chain");
-      return VK_ERROR_INITIALIZATION_FAILED;
+                        &downInfo.pNext, nullptr, &unknown)) {
+      // A struct from newer headers sits before ours: it cannot be copied (its size
+      // is unknown) and the app's chain is never written, so the feature struct stays
+      // in the chain. The driver does not support the extension, and the Vulkan spec
+      // ("Valid Usage for Structure Pointer Chains") has every component skip
+      // extending structures of extensions it does not support.
+      downInfo.pNext = pCreateInfo->pNext;
+      Log(instance, LogLevel::Info,
+          "vkCreateDevice: structure sType " + std::to_string(static_cast<int64_t>(unknown)) +
+              " is unknown to the layer and chained before the maintenance1 feature struct, which therefore stays "
+              "in the chain the driver gets (drivers skip structures of extensions they do not support)");
     }
     // Neither lowering path needs a feature beyond what KHR cooperative matrices need:
     // the register path's subgroup shuffles are properties, checked in LayoutsForLowering.
