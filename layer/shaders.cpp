@@ -10,6 +10,7 @@
 //   and inline code, is lowered with the stage's specialization frozen and the
 //   subgroup sizes the stage can run at, once per key (lowering_cache.h), and the
 //   driver gets a module made from that code for this call.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -42,10 +43,12 @@ uint64_t Fnv1a(std::span<const uint32_t> words) {
   return hash;
 }
 
-void Dump(const DeviceData& device, std::span<const uint32_t> original, std::span<const uint32_t> lowered,
-          const std::string& suffix = "") {
+// Writes the app's module (and the lowered one, when given) under dump_dir; returns
+// the original's path, or "" when dump_dir is not set.
+std::string Dump(const DeviceData& device, std::span<const uint32_t> original, std::span<const uint32_t> lowered,
+                 const std::string& suffix = "") {
   const std::string& dir = device.instance->settings.dumpDir;
-  if (dir.empty()) return;
+  if (dir.empty()) return "";
   char name[32];
   std::snprintf(name, sizeof(name), "%016" PRIx64, Fnv1a(original));
   std::error_code ec;
@@ -55,10 +58,28 @@ void Dump(const DeviceData& device, std::span<const uint32_t> original, std::spa
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size_bytes()));
     if (!out) Log(device.instance, LogLevel::Warning, "dump_dir: cannot write " + path.string());
+    return path.string();
   };
-  write(".original.spv", original);
+  const std::string originalPath = write(".original.spv", original);
   if (!lowered.empty()) write(suffix + ".lowered.spv", lowered);
+  return originalPath;
 }
+
+// A refused pipeline-time lowering depends on the stage's specialization too: it goes
+// next to the dumped original as coopmat-lower arguments, one per line.
+void DumpSpecialization(const DeviceData& device, const std::string& originalPath, const Specialization& specialization) {
+  if (originalPath.empty()) return;
+  const std::string path = originalPath.substr(0, originalPath.size() - std::string(".original.spv").size()) + ".specialization.txt";
+  std::ofstream out(path, std::ios::trunc);
+  for (const auto& [id, bytes] : specialization.values) {
+    uint64_t value = 0;
+    std::memcpy(&value, bytes.data(), std::min<size_t>(bytes.size(), 8));
+    out << "--specialize " << id << "=" << value << "\n";
+  }
+  if (!out) Log(device.instance, LogLevel::Warning, "dump_dir: cannot write " + path);
+}
+
+std::string DumpNote(const std::string& path) { return path.empty() ? "" : " (input written to " + path + ")"; }
 
 // Warns when a module uses an operation whose feature the app did not enable
 // (the layer still lowers it: the result is defined either way). Once per device
@@ -120,8 +141,9 @@ Scanned Scan(const DeviceData& device, const void* code, size_t codeSize, const 
     // Malformed SPIR-V: refused only when it may declare the extension, which the
     // driver would not understand; anything else is the driver's to judge.
     if (!scan.usage.NeedsLowering() && !MayDeclareExtCapability(scanned.words)) return scanned;
+    const std::string dumped = Dump(device, scanned.words, {});
     Log(instance, LogLevel::Error, std::string(where) + ": malformed SPIR-V that declares a maintenance1 capability (" +
-                                       scan.error + "); not passed to the driver");
+                                       scan.error + "); not passed to the driver" + DumpNote(dumped));
     scanned.result = VK_ERROR_UNKNOWN;
     return scanned;
   }
@@ -136,15 +158,17 @@ LowerResult LowerChecked(const DeviceData& device, std::span<const uint32_t> wor
   const InstanceData* instance = device.instance;
   LowerResult lowered = LowerModule(words, options);
   if (!lowered.ok) {
-    Log(instance, LogLevel::Error, where + ": cannot lower the maintenance1 module: " + lowered.error);
-    Dump(device, words, {});
+    const std::string dumped = Dump(device, words, {});
+    if (options.specialization) DumpSpecialization(device, dumped, *options.specialization);
+    Log(instance, LogLevel::Error, where + ": cannot lower the maintenance1 module: " + lowered.error + DumpNote(dumped));
     return lowered;
   }
   if (instance->settings.validate) {
     const std::string problem = ValidateModule(lowered.words, static_cast<int>(device.vulkanMinor));
     if (!problem.empty()) {
-      Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem);
-      Dump(device, words, lowered.words);
+      const std::string dumped = Dump(device, words, lowered.words);
+      if (options.specialization) DumpSpecialization(device, dumped, *options.specialization);
+      Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem + DumpNote(dumped));
       lowered.ok = false;
       lowered.error = "the rewritten module does not validate: " + problem;
       lowered.words.clear();
