@@ -106,6 +106,24 @@ void PlanPrivateTables(Context& c) {
   }
 }
 
+// Where the lowering's entry-block code goes: after the last OpVariable, and after
+// the line and non-semantic instructions that follow the variables. The code may
+// hold loops, which split the block, and a DebugFunctionDefinition there must stay
+// in the entry block (glslang -gVS puts it right after the variables).
+size_t PreambleStart(const ir::Module& m, const std::vector<ir::Instruction>& entry) {
+  std::set<uint32_t> nonSemantic;
+  for (const ir::Instruction& import : m.extInstImports)
+    if (ir::DecodeString(import.operands).rfind("NonSemantic.", 0) == 0) nonSemantic.insert(import.resultId);
+  size_t start = 1;
+  for (size_t i = 1; i < entry.size(); ++i)
+    if (entry[i].opcode == spv::Op::OpVariable) start = i + 1;
+  while (start < entry.size() &&
+         (entry[start].opcode == spv::Op::OpLine || entry[start].opcode == spv::Op::OpNoLine ||
+          (entry[start].opcode == spv::Op::OpExtInst && nonSemantic.count(entry[start].Operand(0)))))
+    ++start;
+  return start;
+}
+
 void LowerFunction(Context& c, ir::Function& function) {
   std::vector<CoopMatType> coordinateTypes;
   bool any = false, portable = false;
@@ -124,11 +142,7 @@ void LowerFunction(Context& c, ir::Function& function) {
   SplitLoopHeadersWith(c, function, [&](const ir::Instruction& inst) { return NeedsLowering(c, inst); });
 
   // Entry block, after the variables: builtins, the slice base, learned tables.
-  size_t start = 1;
-  auto& entry = function.blocks.front().instructions;
-  while (start < entry.size() && (entry[start].opcode == spv::Op::OpVariable || entry[start].opcode == spv::Op::OpLine ||
-                                  entry[start].opcode == spv::Op::OpNoLine))
-    ++start;
+  const size_t start = PreambleStart(c.module, function.blocks.front().instructions);
   Builder b(c, function, 0, start);
   TypeManager& t = c.types;
   FunctionState fs{function};
@@ -237,6 +251,23 @@ void CheckNoLeftovers(const ir::Module& m) {
         if (IsExtOpcode(inst.opcode)) Fail("internal error: " + Describe(inst) + " survived the lowering");
 }
 
+// An operation of the extension outside every function (invalid input) would pass
+// through the lowering untouched, after its capability was removed.
+void CheckNoGlobalExtOps(const ir::Module& m) {
+  for (const auto* section : {&m.globals, &m.trailing})
+    for (const ir::Instruction& inst : *section)
+      if (IsExtOpcode(inst.opcode)) Fail(Describe(inst) + " is outside a function");
+}
+
+// Entry-point interfaces grow by the builtins, the scratch and the Private tables; an
+// instruction's word count is 16 bits.
+void CheckWordCounts(const ir::Module& m) {
+  for (const ir::Instruction& entry : m.entryPoints)
+    if (entry.WordCount() > 0xffff)
+      Fail("OpEntryPoint %" + std::to_string(entry.Operand(1)) + " would need " + std::to_string(entry.WordCount()) +
+           " words with the lowering's interface variables (an instruction has at most 65535)");
+}
+
 LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   LowerResult result;
   result.stats.wordsIn = words.size();
@@ -259,6 +290,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   for (const ir::Function& f : module.functions) c.functionTypes[f.definition.resultId] = f.definition.Operand(1);
   for (const ir::Instruction& entry : module.entryPoints) c.entryFunctions.insert(entry.Operand(1));
 
+  CheckNoGlobalExtOps(module);
   bool anyWork = false;
   for (const ir::Function& f : module.functions)
     for (const ir::Block& block : f.blocks)
@@ -272,6 +304,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   ListPrivateTables(c);
   c.scratch.Finalize();
   CheckNoLeftovers(module);
+  CheckWordCounts(module);
   result.dependsOnSpecialization = c.dependsOnSpecialization;
   result.words = ir::Emit(module);
   result.stats.wordsOut = result.words.size();

@@ -75,6 +75,24 @@ std::unordered_map<uint32_t, uint64_t> TypeSizes(const ir::Module& m, const Type
   return sizes;
 }
 
+// With WorkgroupMemoryExplicitLayoutKHR, Block-decorated Workgroup variables alias
+// one another, and an entry point may not mix them with undecorated ones: the
+// scratch can be neither (it would share memory with the module's data, or make the
+// interface invalid), so such a module is refused where it needs the scratch.
+void RefuseExplicitLayoutWorkgroup(const ir::Module& m, const TypeManager& t) {
+  std::set<uint32_t> blocks;
+  for (const ir::Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::Block)) blocks.insert(a.Operand(0));
+  for (const ir::Instruction& g : m.globals) {
+    if (g.opcode != spv::Op::OpVariable || g.Operand(0) != static_cast<uint32_t>(spv::StorageClass::Workgroup)) continue;
+    const ir::Instruction* pointer = t.GlobalDef(g.typeId);
+    if (pointer && blocks.count(pointer->Operand(1)))
+      Fail("Workgroup variable %" + std::to_string(g.resultId) +
+           " has an explicit layout (Block): the emulation's Workgroup scratch cannot be added to a module that uses "
+           "WorkgroupMemoryExplicitLayoutKHR");
+  }
+}
+
 // LocalSize x*y*z, refused when it does not fit 32 bits (it would wrap to a small or
 // zero scratch and bypass the shared-memory limit).
 uint32_t LocalSizeInvocations(const ir::Instruction& entry, const ir::Instruction& mode) {
@@ -386,6 +404,7 @@ void Scratch::Finalize() {
     return;
   }
 
+  RefuseExplicitLayoutWorkgroup(m, t);
   // Words per slice: the largest matrix any use stores.
   uint32_t words = t.UintConstant(std::max<uint32_t>(maxConstantWords_, 1));
   for (uint32_t spec : specWords_) {

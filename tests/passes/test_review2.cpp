@@ -7,6 +7,7 @@
 #include <spirv-tools/libspirv.hpp>
 #include <spirv-tools/optimizer.hpp>
 
+#include <filesystem>
 #include <regex>
 #include <stdexcept>
 
@@ -296,4 +297,97 @@ TEST_CASE("review 15: a builtin the module declares as int is reused through a b
   CHECK(BuiltinVariables(m, spv::BuiltIn::SubgroupLocalInvocationId) == 1);
   CHECK(BuiltinVariables(m, spv::BuiltIn::SubgroupSize) == 1);
   CHECK(passtest::CountOpcode(m, spv::Op::OpBitcast) >= 2);
+}
+
+// Finding 19: an EXT instruction outside every function went through untouched.
+TEST_CASE("review 19: an EXT instruction outside a function is refused by name", "[review][malformed]") {
+  const std::string text = InsertAfter(ReduceText(), "%uint = OpTypeInt 32 0", "%bogus = OpCooperativeMatrixPerElementOpEXT %uint %uint %uint\n");
+  const auto result = coopmat::LowerModule(Assemble(text), LayerLike());
+  INFO(result.error);
+  CHECK_FALSE(result.ok);
+  CHECK_THAT(result.error, ContainsSubstring("OpCooperativeMatrixPerElementOpEXT"));
+  CHECK_THAT(result.error, ContainsSubstring("outside a function"));
+}
+
+// Finding 20: 4,194,303 ids is the minimum implementations support, not a maximum.
+TEST_CASE("review 20: a module with an id bound above 0x400000 is lowered", "[review]") {
+  std::vector<uint32_t> words = passtest::LoadShader("reduce", "spirv1.6");
+  words[3] = 0x400001;
+  // Enough words for the bound: long OpSourceExtension strings in the debug section.
+  size_t pos = 5;
+  while (pos < words.size()) {
+    const uint32_t op = words[pos] & 0xffff;
+    if (op == 3 /*OpSource*/ || op == 4 /*OpSourceExtension*/ || op == 5 /*OpName*/ || op == 7 /*OpString*/) break;
+    pos += words[pos] >> 16;
+  }
+  std::vector<uint32_t> padding;
+  while (padding.size() * 4 < 0x400001 + 0x1000 * 4) {
+    padding.push_back((65535u << 16) | 4u);
+    padding.insert(padding.end(), 65533, 0x61616161u);  // "aaaa"...
+    padding.push_back(0);                                // the terminating nul
+  }
+  words.insert(words.begin() + static_cast<ptrdiff_t>(pos), padding.begin(), padding.end());
+  REQUIRE(words.size() * 4 > 0x400001);
+  INFO(coopmat::ValidateModule(words));
+  REQUIRE(coopmat::ValidateModule(words).empty());
+  const auto result = coopmat::LowerModule(words, LayerLike());
+  ExpectValid(result);
+  CHECK(result.stats.reduce > 0);
+}
+
+// Finding 21: the lowering's interface variables could push an OpEntryPoint past
+// 65535 words, whose word count then wrapped in the output.
+TEST_CASE("review 21: an entry point that would pass 65535 words is refused", "[review][malformed]") {
+  std::vector<uint32_t> words = passtest::LoadShader("reduce", "spirv1.6");
+  for (size_t pos = 5; pos < words.size(); pos += words[pos] >> 16) {
+    if ((words[pos] & 0xffff) != 15 /*OpEntryPoint*/) continue;
+    const uint32_t count = words[pos] >> 16, variable = words[pos + count - 1];
+    const uint32_t added = 65535 - count;
+    words.insert(words.begin() + static_cast<ptrdiff_t>(pos + count), added, variable);
+    words[pos] = (65535u << 16) | 15u;
+    break;
+  }
+  const auto result = coopmat::LowerModule(words, LayerLike());
+  INFO(result.error);
+  CHECK_FALSE(result.ok);
+  CHECK(result.words.empty());
+  CHECK_THAT(result.error, ContainsSubstring("OpEntryPoint"));
+  CHECK_THAT(result.error, ContainsSubstring("at most 65535"));
+}
+
+// Finding 28 (non-semantic debug info in the entry block): spirv-val accepts no
+// instruction but OpLine/OpNoLine between the OpVariables, so the review's case
+// cannot occur in valid input. What does occur: glslang -gVS puts
+// DebugFunctionDefinition right after the variables, and the entry-block preamble's
+// loops moved it out of the entry block (invalid). Every test shader, with -gVS.
+TEST_CASE("review 28: modules with NonSemantic.Shader.DebugInfo (glslang -gVS) lower to valid code", "[review]") {
+  size_t lowered = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(passtest::ShaderDir() + "/debuginfo")) {
+    INFO(entry.path().string());
+    const std::vector<uint32_t> input = passtest::LoadWords(entry.path().string());
+    if (!coopmat::ValidateModule(input).empty()) continue;  // the property is about valid input
+    const auto result = coopmat::LowerModule(input, LayerLike());
+    if (!result.ok) continue;  // refusals are covered elsewhere; this is about what is produced
+    ExpectValid(result);
+    ++lowered;
+  }
+  CHECK(lowered >= 10);
+}
+
+// Finding 29: Block-decorated (explicit layout) Workgroup variables alias each other
+// and may not be mixed with the undecorated scratch.
+TEST_CASE("review 29: explicit-layout Workgroup memory is refused where the scratch is needed", "[review][malformed]") {
+  std::string text = ReduceText();
+  text = InsertAfter(text, "OpCapability Shader", "OpCapability WorkgroupMemoryExplicitLayoutKHR\n");
+  text = InsertAfter(text, "OpExtension", "OpExtension \"SPV_KHR_workgroup_memory_explicit_layout\"\n");
+  text = InsertAfter(text, "OpDecorate", "OpDecorate %Shared Block\nOpMemberDecorate %Shared 0 Offset 0\n");
+  text = InsertAfter(text, "%uint = OpTypeInt 32 0",
+                     "%Shared = OpTypeStruct %uint\n%_ptr_Workgroup_Shared = OpTypePointer Workgroup %Shared\n"
+                     "%shared = OpVariable %_ptr_Workgroup_Shared Workgroup\n");
+  const size_t entry = text.find("OpEntryPoint GLCompute %main \"main\"");
+  text.insert(text.find('\n', entry), " %shared");
+  const auto result = coopmat::LowerModule(Assemble(text), LayerLike());
+  INFO(result.error);
+  CHECK_FALSE(result.ok);
+  CHECK_THAT(result.error, ContainsSubstring("explicit layout"));
 }
