@@ -124,7 +124,8 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
     VkPhysicalDeviceCooperativeMatrix2PropertiesNV nvProperties{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
     VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &nvProperties};
-    instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
+    if (instance.dispatch.GetPhysicalDeviceProperties2)  // absent on a 1.0 instance without the KHR (review 27)
+      instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
     options.flexibleMaxDimension = nvProperties.cooperativeMatrixFlexibleDimensionsMaxDimension;
   }
   return options;

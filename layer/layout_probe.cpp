@@ -374,8 +374,11 @@ DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalD
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, &driver};
   VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
-  instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
   DeviceIdentity identity;
+  // A 1.0 instance without VK_KHR_get_physical_device_properties2 (review 27): no
+  // identity, so no cache file and no known family.
+  if (!instance.dispatch.GetPhysicalDeviceProperties2) return identity;
+  instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
   identity.driverId = driver.driverID;
   identity.cacheName = "layouts-" + Hex(id.deviceUUID, VK_UUID_SIZE) + "-" + Hex(id.driverUUID, VK_UUID_SIZE) + "-" +
                        std::to_string(properties.properties.driverVersion) + "-" COOPMAT_LAYER_VERSION ".txt";
@@ -426,7 +429,8 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   const InstanceData& instance = *device.instance;
   const DeviceIdentity identity = Identify(instance, context.physicalDevice);
   const std::filesystem::path directory = CacheDirectory();
-  const std::filesystem::path cachePath = directory.empty() ? std::filesystem::path() : directory / identity.cacheName;
+  const std::filesystem::path cachePath =
+      directory.empty() || identity.cacheName.empty() ? std::filesystem::path() : directory / identity.cacheName;
   if (!cachePath.empty()) {
     if (auto cached = ReadCache(cachePath)) {
       Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->size()) + " from " + cachePath.string());
