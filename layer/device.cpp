@@ -124,7 +124,8 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
     VkPhysicalDeviceCooperativeMatrix2PropertiesNV nvProperties{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
     VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &nvProperties};
-    instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
+    if (instance.dispatch.GetPhysicalDeviceProperties2)  // absent on a 1.0 instance without the KHR (review 27)
+      instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
     options.flexibleMaxDimension = nvProperties.cooperativeMatrixFlexibleDimensionsMaxDimension;
   }
   return options;
@@ -345,11 +346,20 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
     downInfo.ppEnabledExtensionNames = downExtensions.data();
     extended = EnableSubgroupExtendedTypes(*instance, physicalDevice, data->physicalDevice, pCreateInfo);
     data->subgroupExtendedTypes = extended.enabled;
+    VkStructureType unknown = VK_STRUCTURE_TYPE_MAX_ENUM;
     if (!chainCopy.Copy(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT,
-                        &downInfo.pNext, extended.replacement)) {
-      Log(instance, LogLevel::Error, "vkCreateDevice: a structure in pNext is unknown to the layer, cannot strip the "
-                                     "maintenance1 feature struct without writing to the application's chain");
-      return VK_ERROR_INITIALIZATION_FAILED;
+                        &downInfo.pNext, extended.replacement, &unknown)) {
+      // A struct from newer headers sits before ours: it cannot be copied (its size
+      // is unknown) and the app's chain is never written, so the feature struct stays
+      // in the chain. The driver does not support the extension, and the Vulkan spec
+      // ("Valid Usage for Structure Pointer Chains") has every component skip
+      // extending structures of extensions it does not support.
+      downInfo.pNext = pCreateInfo->pNext;
+      if (extended.replacement) data->subgroupExtendedTypes = false;  // the app's struct went down unchanged
+      Log(instance, LogLevel::Info,
+          "vkCreateDevice: structure sType " + std::to_string(static_cast<int64_t>(unknown)) +
+              " is unknown to the layer and chained before the maintenance1 feature struct, which therefore stays "
+              "in the chain the driver gets (drivers skip structures of extensions they do not support)");
     }
     if (extended.prepend) {
       extended.prepend->pNext = const_cast<void*>(downInfo.pNext);

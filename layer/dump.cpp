@@ -45,6 +45,7 @@ class DumpWriter {
   void Write(const char* suffix, const std::string& text) const { Write(suffix, std::span<const char>(text)); }
   void Warn(const std::string& message) const { Log(device_.instance, LogLevel::Warning, message); }
   std::string Name() const { return base_.filename().string(); }
+  std::string Path(const char* suffix) const { return base_.string() + suffix; }
 
  private:
   const DeviceData& device_;
@@ -53,20 +54,22 @@ class DumpWriter {
 
 }  // namespace
 
-void DumpLowering(const DeviceData& device, std::span<const uint32_t> original, const LowerResult* lowered,
-                  const char* where, const std::string& variant) {
-  if (device.instance->settings.dumpDir.empty()) return;
+std::string DumpLowering(const DeviceData& device, std::span<const uint32_t> original, const LowerResult* lowered,
+                         const char* where, const std::string& variant) {
+  if (device.instance->settings.dumpDir.empty()) return "";
   const DumpWriter out(device, original);
+  const std::string originalPath = out.Path(".original.spv");
   out.Write(".original.spv", original);
   if (const TextResult text = Disassemble(original); text.ok) out.Write(".original.spvasm", text.text);
   else out.Warn(std::string("dump_dir: cannot disassemble ") + out.Name() + ".original.spv: " + text.error);
-  if (!lowered) return;
+  if (!lowered) return originalPath;
   out.Write((variant + ".txt").c_str(), ExplainLowering(*lowered, where));
-  if (lowered->words.empty()) return;
+  if (lowered->words.empty()) return originalPath;
   out.Write((variant + ".lowered.spv").c_str(), lowered->words);
   if (const TextResult glsl = ToVulkanGlsl(lowered->words); glsl.ok) out.Write((variant + ".lowered.glsl").c_str(), glsl.text);
   else
     out.Warn(std::string("dump_dir: SPIRV-Cross cannot write GLSL for ") + out.Name() + variant + ".lowered.spv: " + glsl.error);
+  return originalPath;
 }
 
 }  // namespace coopmat::layer

@@ -18,8 +18,9 @@ namespace coopmat::layer {
 // `lowered` may be null (nothing was lowered) or failed. `variant` goes between the
 // hash and the suffix of the lowering's files (a pipeline-time lowering of the module,
 // one per specialization). Never fails: a file that cannot be written or a GLSL that
-// SPIRV-Cross cannot produce is a warning.
-void DumpLowering(const DeviceData& device, std::span<const uint32_t> original, const LowerResult* lowered,
-                  const char* where, const std::string& variant = "");
+// SPIRV-Cross cannot produce is a warning. Returns the path of the original module's
+// copy ("" when dump_dir is not set).
+std::string DumpLowering(const DeviceData& device, std::span<const uint32_t> original, const LowerResult* lowered,
+                         const char* where, const std::string& variant = "");
 
 }  // namespace coopmat::layer

@@ -73,6 +73,13 @@ template <size_t N> PFN_vkVoidFunction Lookup(const NamedFunction (&table)[N], c
   return nullptr;
 }
 
+bool IsGlobalCommand(const char* name) {
+  for (const char* global : {"vkCreateInstance", "vkEnumerateInstanceExtensionProperties",
+                             "vkEnumerateInstanceLayerProperties", "vkEnumerateInstanceVersion"})
+    if (std::strcmp(name, global) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* pName);
@@ -81,10 +88,11 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
   if (!pName) return nullptr;
   if (std::strcmp(pName, "vkGetInstanceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetInstanceProcAddr);
   if (std::strcmp(pName, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
+  // Without an instance only the global commands (vkGetInstanceProcAddr spec text).
+  if (instance == VK_NULL_HANDLE) return IsGlobalCommand(pName) ? Lookup(kInstanceFunctions, pName) : nullptr;
   if (auto f = Lookup(kInstanceFunctions, pName)) return f;
   if (auto f = Lookup(kPhysicalDeviceFunctions, pName)) return f;
   if (auto f = Lookup(kDeviceFunctions, pName)) return f;
-  if (instance == VK_NULL_HANDLE) return nullptr;
   InstanceData* data = GetInstanceData(instance);
   return data ? data->dispatch.GetInstanceProcAddr(instance, pName) : nullptr;
 }

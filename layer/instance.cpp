@@ -32,18 +32,26 @@ template <typename Fn> void Load(InstanceData& data, Fn& slot, const char* name)
   slot = reinterpret_cast<Fn>(data.dispatch.GetInstanceProcAddr(data.instance, name));
 }
 
-std::vector<VkExtensionProperties> DriverExtensions(InstanceData& instance, VkPhysicalDevice physicalDevice) {
+// The driver's extensions; a driver error empties the list and lands in *error.
+std::vector<VkExtensionProperties> DriverExtensions(InstanceData& instance, VkPhysicalDevice physicalDevice,
+                                                    VkResult* error = nullptr) {
   std::vector<VkExtensionProperties> list;
   for (int attempt = 0; attempt < 4; ++attempt) {  // the list may grow between the two calls
     uint32_t count = 0;
-    if (instance.dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, &count, nullptr) != VK_SUCCESS)
+    if (VkResult r = instance.dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, &count, nullptr);
+        r != VK_SUCCESS) {
+      if (error) *error = r;
       return {};
+    }
     list.resize(count);
     const VkResult result =
         instance.dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, &count, list.data());
     list.resize(count);
     if (result == VK_SUCCESS) return list;
-    if (result != VK_INCOMPLETE) return {};
+    if (result != VK_INCOMPLETE) {
+      if (error) *error = result;
+      return {};
+    }
   }
   return list;
 }
@@ -198,7 +206,9 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
     if (!info.serve)  // nothing to add: the driver's answer as it is
       return instance->dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, pPropertyCount,
                                                                    pProperties);
-    list = DriverExtensions(*instance, physicalDevice);
+    VkResult driverError = VK_SUCCESS;
+    list = DriverExtensions(*instance, physicalDevice, &driverError);
+    if (driverError != VK_SUCCESS) return driverError;  // the driver's error, not a list with only ours (review 26)
     if (!Contains(list, kOwn.extensionName)) list.push_back(kOwn);
   }
   if (!pProperties) {

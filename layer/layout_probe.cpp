@@ -384,8 +384,11 @@ DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalD
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, &driver};
   VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
-  instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
   DeviceIdentity identity;
+  // A 1.0 instance without VK_KHR_get_physical_device_properties2 (review 27): no
+  // identity, so no cache file and no known family.
+  if (!instance.dispatch.GetPhysicalDeviceProperties2) return identity;
+  instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
   identity.driverId = driver.driverID;
   identity.deviceName = properties.properties.deviceName;
   // The sizes belong in the key: a driver setting can change them and leave the UUIDs alone.
@@ -543,7 +546,8 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   const DeviceIdentity identity = Identify(instance, context.physicalDevice, sizes);
   const std::optional<DriverFamily> family = KnownFamily(identity);
   const std::filesystem::path directory = CacheDirectory();
-  const std::filesystem::path cachePath = directory.empty() ? std::filesystem::path() : directory / identity.cacheName;
+  const std::filesystem::path cachePath =
+      directory.empty() || identity.cacheName.empty() ? std::filesystem::path() : directory / identity.cacheName;
   if (!cachePath.empty()) {
     if (auto cached = ReadCache(cachePath)) {
       // A layout for a size pipelines here cannot run at would be applied to the wrong lanes.

@@ -23,7 +23,8 @@ const VkBaseInStructure* FindInChain(const void* chain, VkStructureType type) {
   return nullptr;
 }
 
-bool ChainCopy::Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace) {
+bool ChainCopy::Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace,
+                     VkStructureType* unknown) {
   // Find the last node that must change; everything after it is shared as is.
   const VkBaseInStructure* lastEdited = nullptr;
   for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext) {
@@ -41,7 +42,10 @@ bool ChainCopy::Copy(const void* chain, VkStructureType drop, const void** out, 
     }
     const VkBaseInStructure* source = (replace && s->sType == replace->sType) ? replace : s;
     const size_t size = source == replace ? StructSize(replace->sType) : StructSize(s->sType);
-    if (size == 0) return false;
+    if (size == 0) {
+      if (unknown) *unknown = s->sType;
+      return false;
+    }
     auto storage = std::make_unique<std::byte[]>(size);
     std::memcpy(storage.get(), source, size);
     auto* copy = reinterpret_cast<VkBaseInStructure*>(storage.get());

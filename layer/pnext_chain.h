@@ -18,8 +18,10 @@ size_t StructSize(VkStructureType type);
 // its own type, when given). Nodes after the last edited one are shared, not copied.
 class ChainCopy {
  public:
-  // Returns false when a node that had to be copied has an unknown sType.
-  bool Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace = nullptr);
+  // Returns false when a node that had to be copied has an unknown sType (its size
+  // is unknown), and stores that sType in *unknown when given; *out is then unusable.
+  bool Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace = nullptr,
+            VkStructureType* unknown = nullptr);
 
   // A copy of one struct whose pNext the caller may then change.
   template <typename T> T* Own(const T& value) {

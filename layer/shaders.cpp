@@ -10,6 +10,7 @@
 //   and inline code, is lowered with the stage's specialization frozen and the
 //   subgroup sizes the stage can run at, once per key (lowering_cache.h), and the
 //   driver gets a module made from that code for this call.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -19,6 +20,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <spirv/unified1/spirv.hpp11>
 
 #include "coopmat/lower.h"
 #include "dump.h"
@@ -30,18 +33,54 @@
 namespace coopmat::layer {
 namespace {
 
+// A refused pipeline-time lowering depends on the stage's specialization too: it goes
+// next to the dumped original as coopmat-lower arguments, one per line.
+void DumpSpecialization(const DeviceData& device, const std::string& originalPath, const Specialization& specialization) {
+  if (originalPath.empty()) return;
+  const std::string path = originalPath.substr(0, originalPath.size() - std::string(".original.spv").size()) + ".specialization.txt";
+  std::ofstream out(path, std::ios::trunc);
+  for (const auto& [id, bytes] : specialization.values) {
+    uint64_t value = 0;
+    std::memcpy(&value, bytes.data(), std::min<size_t>(bytes.size(), 8));
+    out << "--specialize " << id << "=" << value << "\n";
+  }
+  if (!out) Log(device.instance, LogLevel::Warning, "dump_dir: cannot write " + path);
+}
+
+std::string DumpNote(const std::string& path) { return path.empty() ? "" : " (input written to " + path + ")"; }
+
 // Warns when a module uses an operation whose feature the app did not enable
-// (the layer still lowers it: the result is defined either way).
+// (the layer still lowers it: the result is defined either way). Once per device
+// and feature: an app that forgot the feature struct compiles many modules.
 void CheckEnabledFeatures(const DeviceData& device, const ExtUsage& usage, const char* where) {
   const auto& f = device.enabledFeatures;
-  auto warn = [&](const char* feature) {
+  auto warn = [&](uint32_t bit, const char* feature) {
+    if (device.warnedFeatures.fetch_or(bit) & bit) return;
     Log(device.instance, LogLevel::Warning,
-        std::string(where) + ": module uses an operation whose feature " + feature + " was not enabled");
+        std::string(where) + ": module uses an operation whose feature " + feature +
+            " was not enabled (said once per device)");
   };
-  if (usage.conversions && !f.cooperativeMatrixConversions) warn("cooperativeMatrixConversions");
-  if (usage.getCoordinate && !f.cooperativeMatrixGetCoordinate) warn("cooperativeMatrixGetCoordinate");
-  if (usage.reductions && !f.cooperativeMatrixReductions) warn("cooperativeMatrixReductions");
-  if (usage.perElement && !f.cooperativeMatrixPerElementOperations) warn("cooperativeMatrixPerElementOperations");
+  if (usage.conversions && !f.cooperativeMatrixConversions) warn(1u << 0, "cooperativeMatrixConversions");
+  if (usage.getCoordinate && !f.cooperativeMatrixGetCoordinate) warn(1u << 1, "cooperativeMatrixGetCoordinate");
+  if (usage.reductions && !f.cooperativeMatrixReductions) warn(1u << 2, "cooperativeMatrixReductions");
+  if (usage.perElement && !f.cooperativeMatrixPerElementOperations) warn(1u << 3, "cooperativeMatrixPerElementOperations");
+}
+
+// Whether a blob the scan could not read might still declare one of the EXT
+// capabilities: any `OpCapability <EXT capability>` word pair anywhere in it.
+bool MayDeclareExtCapability(std::span<const uint32_t> words) {
+  constexpr uint32_t kCapabilityWord = (2u << 16) | static_cast<uint32_t>(spv::Op::OpCapability);
+  for (size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] != kCapabilityWord) continue;
+    switch (static_cast<spv::Capability>(words[i + 1])) {
+      case spv::Capability::CooperativeMatrixConversionsEXT:
+      case spv::Capability::CooperativeMatrixReductionsEXT:
+      case spv::Capability::CooperativeMatrixPerElementOperationsEXT:
+      case spv::Capability::CooperativeMatrixGetCoordinateEXT: return true;
+      default: break;
+    }
+  }
+  return false;
 }
 
 // Checks that a blob is a SPIR-V module the layer must lower. result != VK_SUCCESS:
@@ -56,16 +95,23 @@ Scanned Scan(const DeviceData& device, const void* code, size_t codeSize, const 
   Scanned scanned;
   if (!device.emulating) return scanned;
   const InstanceData* instance = device.instance;
-  if (!code || codeSize % 4 != 0 || codeSize < 20) {
-    Log(instance, LogLevel::Error, std::string(where) + ": codeSize " + std::to_string(codeSize) +
-                                       " is not a whole SPIR-V module; not passed to the driver");
-    scanned.result = VK_ERROR_UNKNOWN;
-    return scanned;
-  }
+  // Not SPIR-V in this byte order (VK_NV_glsl_shader source, a size that is not whole
+  // words, a wrong magic number): it cannot use the extension, so the driver decides
+  // about it as it would without the layer (design.md: untouched modules go down as
+  // the very same buffer).
+  uint32_t magic = 0;
+  if (!code || codeSize < 4 || codeSize % 4 != 0) return scanned;
+  std::memcpy(&magic, code, 4);
+  if (magic != spv::MagicNumber) return scanned;
   scanned.words = std::span(static_cast<const uint32_t*>(code), codeSize / 4);
   const ScanResult scan = ScanModule(scanned.words);
   if (!scan.ok) {
-    Log(instance, LogLevel::Error, std::string(where) + ": malformed SPIR-V (" + scan.error + "); not passed to the driver");
+    // Malformed SPIR-V: refused only when it may declare the extension, which the
+    // driver would not understand; anything else is the driver's to judge.
+    if (!scan.usage.NeedsLowering() && !MayDeclareExtCapability(scanned.words)) return scanned;
+    const std::string dumped = DumpLowering(device, scanned.words, nullptr, where);
+    Log(instance, LogLevel::Error, std::string(where) + ": malformed SPIR-V that declares a maintenance1 capability (" +
+                                       scan.error + "); not passed to the driver" + DumpNote(dumped));
     scanned.result = VK_ERROR_UNKNOWN;
     return scanned;
   }
@@ -80,15 +126,17 @@ LowerResult LowerChecked(const DeviceData& device, std::span<const uint32_t> wor
   const InstanceData* instance = device.instance;
   LowerResult lowered = LowerModule(words, options);
   if (!lowered.ok) {
-    Log(instance, LogLevel::Error, where + ": cannot lower the maintenance1 module: " + lowered.error);
-    DumpLowering(device, words, &lowered, where.c_str());
+    const std::string dumped = DumpLowering(device, words, &lowered, where.c_str());
+    if (options.specialization) DumpSpecialization(device, dumped, *options.specialization);
+    Log(instance, LogLevel::Error, where + ": cannot lower the maintenance1 module: " + lowered.error + DumpNote(dumped));
     return lowered;
   }
   if (instance->settings.validate) {
     const std::string problem = ValidateModule(lowered.words, static_cast<int>(device.vulkanMinor));
     if (!problem.empty()) {
-      Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem);
-      DumpLowering(device, words, &lowered, where.c_str());
+      const std::string dumped = DumpLowering(device, words, &lowered, where.c_str());
+      if (options.specialization) DumpSpecialization(device, dumped, *options.specialization);
+      Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem + DumpNote(dumped));
       lowered.ok = false;
       lowered.error = "the rewritten module does not validate: " + problem;
       lowered.words.clear();
@@ -274,10 +322,17 @@ class StageRewriter {
     replacement->pCode = lowered.code->words.data();
     replacement->codeSize = lowered.code->words.size() * 4;
     VkPipelineShaderStageCreateInfo* copy = chains_.Own(stage);
+    VkStructureType unknown = VK_STRUCTURE_TYPE_MAX_ENUM;
     if (!chains_.Copy(stage.pNext, VK_STRUCTURE_TYPE_MAX_ENUM, &copy->pNext,
-                      reinterpret_cast<const VkBaseInStructure*>(replacement))) {
+                      reinterpret_cast<const VkBaseInStructure*>(replacement), &unknown)) {
+      // The lowered code must replace the chained VkShaderModuleCreateInfo, which
+      // means copying every node before it; one of unknown size cannot be copied, and
+      // the app's chain is never written.
       Log(device_.instance, LogLevel::Error,
-          std::string(where) + ": a structure chained before VkShaderModuleCreateInfo is unknown to the layer");
+          std::string(where) + ": structure sType " + std::to_string(static_cast<int64_t>(unknown)) +
+              " is chained before VkShaderModuleCreateInfo and unknown to the layer (built with Vulkan headers " +
+              std::to_string(VK_HEADER_VERSION) + "), so the module cannot be replaced by its lowered code; "
+              "chain VkShaderModuleCreateInfo first or use a VkShaderModule");
       return Failed(VK_ERROR_UNKNOWN);
     }
     return copy;

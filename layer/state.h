@@ -108,6 +108,9 @@ struct DeviceData {
   // (reported when the device is destroyed).
   std::atomic<uint64_t> stageLowerings[3] = {0, 0, 0};  // indexed by CacheSource
   std::atomic<uint64_t> stageLoweringMicroseconds{0};
+  // The maintenance1 features a module used without the app enabling them, each
+  // warned about once per device (bit per feature, shaders.cpp CheckEnabledFeatures).
+  mutable std::atomic<uint32_t> warnedFeatures{0};
 
   std::shared_mutex pendingModulesMutex;
   std::unordered_map<VkShaderModule, std::shared_ptr<const PendingModule>> pendingModules;

@@ -2,15 +2,21 @@
 // yields an error string, never an exception or a crash.
 #include "ir.h"
 
+#include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace coopmat::ir {
 namespace {
 
 constexpr uint32_t kHeaderWords = 5;
-// The SPIR-V limits appendix recommends at most 4,194,303 ids; larger bounds are
-// implausible and would only make the per-id tables expensive.
-constexpr uint32_t kMaxBound = 0x400000;
+// The per-id tables cost a few bytes per id. 4,194,303 is the limits appendix's
+// minimum every implementation supports, not a maximum: a larger bound is accepted
+// while it is at most 4 ids per word of the module (every id is defined by an
+// instruction of at least 2 words, so a real module stays far below), which keeps
+// the tables proportional to the module's size.
+constexpr uint32_t kMinMaxBound = 0x400000;
+constexpr uint64_t kIdsPerWord = 4;
 
 // The logical layout of a module (SPIR-V 2.4); sections must not go backwards.
 enum class Section { Capability, Extension, ExtInstImport, MemoryModel, EntryPoint, ExecutionMode, Debug,
@@ -69,7 +75,7 @@ class Parser {
     module_.schema = words_[4];
     if ((module_.version >> 16) != 1 || module_.SpirvMinor() > 6)
       return "unsupported SPIR-V version word 0x" + Hex(module_.version);
-    if (module_.bound == 0 || module_.bound > kMaxBound)
+    if (module_.bound == 0 || module_.bound > std::max<uint64_t>(kMinMaxBound, kIdsPerWord * words_.size()))
       return "implausible id bound " + std::to_string(module_.bound);
     defined_.assign(module_.bound, false);
 
@@ -202,6 +208,9 @@ class Parser {
 };
 
 void Append(std::vector<uint32_t>& out, const Instruction& inst) {
+  if (inst.WordCount() > 0xffff)
+    throw std::length_error(std::string(spv::OpToString(inst.opcode)) + " would have " + std::to_string(inst.WordCount()) +
+                            " words (at most 65535)");
   out.push_back(static_cast<uint32_t>(inst.WordCount() << 16) | static_cast<uint32_t>(inst.opcode));
   if (inst.typeId) out.push_back(inst.typeId);
   if (inst.resultId) out.push_back(inst.resultId);

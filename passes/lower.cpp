@@ -45,6 +45,22 @@ bool NeedsLowering(Context& c, const ir::Instruction& inst) {
   return !toUse || !fromUse || *toUse != *fromUse;
 }
 
+// The results decorated CooperativeMatrixTransposeEXT, directly or through a
+// decoration group (OpGroupDecorate applies the group's decorations to its targets).
+void CollectTransposed(const ir::Module& m, std::set<uint32_t>& transposed) {
+  std::set<uint32_t> groups, transposingGroups;
+  for (const ir::Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpDecorationGroup) groups.insert(a.resultId);
+  for (const ir::Instruction& a : m.annotations) {
+    if (a.opcode != spv::Op::OpDecorate || a.Operand(1) != kTransposeDecoration) continue;
+    if (groups.count(a.Operand(0))) transposingGroups.insert(a.Operand(0));
+    else transposed.insert(a.Operand(0));
+  }
+  for (const ir::Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpGroupDecorate && transposingGroups.count(a.Operand(0)))
+      transposed.insert(a.operands.begin() + 1, a.operands.end());
+}
+
 // The matrix types whose coordinate tables a function needs (Reduce needs none: its
 // portable lowering writes the result row-major and loads it).
 void CollectCoordinateTypes(Context& c, const ir::Instruction& inst, std::vector<CoopMatType>& out) {
@@ -91,6 +107,24 @@ void PlanPrivateTables(Context& c) {
   }
 }
 
+// Where the lowering's entry-block code goes: after the last OpVariable, and after
+// the line and non-semantic instructions that follow the variables. The code may
+// hold loops, which split the block, and a DebugFunctionDefinition there must stay
+// in the entry block (glslang -gVS puts it right after the variables).
+size_t PreambleStart(const ir::Module& m, const std::vector<ir::Instruction>& entry) {
+  std::set<uint32_t> nonSemantic;
+  for (const ir::Instruction& import : m.extInstImports)
+    if (ir::DecodeString(import.operands).rfind("NonSemantic.", 0) == 0) nonSemantic.insert(import.resultId);
+  size_t start = 1;
+  for (size_t i = 1; i < entry.size(); ++i)
+    if (entry[i].opcode == spv::Op::OpVariable) start = i + 1;
+  while (start < entry.size() &&
+         (entry[start].opcode == spv::Op::OpLine || entry[start].opcode == spv::Op::OpNoLine ||
+          (entry[start].opcode == spv::Op::OpExtInst && nonSemantic.count(entry[start].Operand(0)))))
+    ++start;
+  return start;
+}
+
 void LowerFunction(Context& c, ir::Function& function) {
   std::vector<CoopMatType> coordinateTypes;
   bool any = false, portable = false;
@@ -106,23 +140,20 @@ void LowerFunction(Context& c, ir::Function& function) {
   // The scratch slice only when some operation here (or a table it learns) uses it.
   const bool scratch = portable || !coordinateTypes.empty() || learns != c.entryLearns.end();
   if (function.blocks.empty()) Fail("function %" + std::to_string(function.definition.resultId) + " has no blocks");
+  SplitLoopHeadersWith(c, function, [&](const ir::Instruction& inst) { return NeedsLowering(c, inst); });
 
   // Entry block, after the variables: builtins, the slice base, learned tables.
-  size_t start = 1;
-  auto& entry = function.blocks.front().instructions;
-  while (start < entry.size() && (entry[start].opcode == spv::Op::OpVariable || entry[start].opcode == spv::Op::OpLine ||
-                                  entry[start].opcode == spv::Op::OpNoLine))
-    ++start;
+  const size_t start = PreambleStart(c.module, function.blocks.front().instructions);
   Builder b(c, function, 0, start);
   TypeManager& t = c.types;
   FunctionState fs{function};
   const uint32_t uintType = t.Uint();
   if (scratch) {
-    const uint32_t subgroupId = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupId)});
+    const uint32_t subgroupId = LoadBuiltin(b, spv::BuiltIn::SubgroupId);
     fs.sliceBase = b.Emit(spv::Op::OpIMul, uintType, {subgroupId, c.scratch.WordsPerSlice()});
   }
-  fs.lane = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupLocalInvocationId)});
-  if (scratch) fs.subgroupSize = b.Emit(spv::Op::OpLoad, uintType, {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
+  fs.lane = LoadBuiltin(b, spv::BuiltIn::SubgroupLocalInvocationId);
+  if (scratch) fs.subgroupSize = LoadBuiltin(b, spv::BuiltIn::SubgroupSize);
   for (const CoopMatType& type : coordinateTypes) PrepareCoordinates(b, fs, type);
   if (learns != c.entryLearns.end())
     for (const CoopMatType& type : learns->second) LearnPrivateCoordinates(b, fs, type);
@@ -228,6 +259,23 @@ void CheckNoLeftovers(const ir::Module& m) {
         if (IsExtOpcode(inst.opcode)) Fail("internal error: " + Describe(inst) + " survived the lowering");
 }
 
+// An operation of the extension outside every function (invalid input) would pass
+// through the lowering untouched, after its capability was removed.
+void CheckNoGlobalExtOps(const ir::Module& m) {
+  for (const auto* section : {&m.globals, &m.trailing})
+    for (const ir::Instruction& inst : *section)
+      if (IsExtOpcode(inst.opcode)) Fail(Describe(inst) + " is outside a function");
+}
+
+// Entry-point interfaces grow by the builtins, the scratch and the Private tables; an
+// instruction's word count is 16 bits.
+void CheckWordCounts(const ir::Module& m) {
+  for (const ir::Instruction& entry : m.entryPoints)
+    if (entry.WordCount() > 0xffff)
+      Fail("OpEntryPoint %" + std::to_string(entry.Operand(1)) + " would need " + std::to_string(entry.WordCount()) +
+           " words with the lowering's interface variables (an instruction has at most 65535)");
+}
+
 LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   LowerResult result;
   result.stats.wordsIn = words.size();
@@ -246,17 +294,18 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   c.subgroupSizes.erase(std::unique(c.subgroupSizes.begin(), c.subgroupSizes.end()), c.subgroupSizes.end());
   c.vulkanMemoryModel = !module.memoryModel.empty() &&
                         module.memoryModel[0].Operand(1) == static_cast<uint32_t>(spv::MemoryModel::Vulkan);
-  for (const ir::Instruction& a : module.annotations)
-    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == kTransposeDecoration) c.transposed.insert(a.Operand(0));
+  CollectTransposed(module, c.transposed);
   for (const ir::Function& f : module.functions) c.functionTypes[f.definition.resultId] = f.definition.Operand(1);
   for (const ir::Instruction& entry : module.entryPoints) c.entryFunctions.insert(entry.Operand(1));
 
+  CheckNoGlobalExtOps(module);
   bool anyWork = false;
   for (const ir::Function& f : module.functions)
     for (const ir::Block& block : f.blocks)
       for (const ir::Instruction& inst : block.instructions) anyWork |= NeedsLowering(c, inst);
   if (anyWork && module.SpirvMinor() < 3) Fail("SPV_EXT_cooperative_matrix_maintenance1 needs SPIR-V 1.3 or newer");
 
+  CheckLoweredStages(c, [&](const ir::Instruction& inst) { return NeedsLowering(c, inst); });
   PlanPrivateTables(c);
   for (ir::Function& f : module.functions) LowerFunction(c, f);
   DropMisplacedSaturation(c);
@@ -264,6 +313,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   ListPrivateTables(c);
   c.scratch.Finalize();
   CheckNoLeftovers(module);
+  CheckWordCounts(module);
   result.dependsOnSpecialization = c.dependsOnSpecialization;
   result.operations = std::move(c.reports);
   result.words = ir::Emit(module);

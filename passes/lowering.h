@@ -111,6 +111,7 @@ struct Context {
   std::set<uint32_t> transposed;  // results decorated CooperativeMatrixTransposeEXT
   std::map<uint32_t, uint32_t> functionTypes;  // OpFunction id -> OpTypeFunction id
   std::map<spv::BuiltIn, uint32_t> builtins;   // builtin -> Input variable
+  std::map<spv::BuiltIn, uint32_t> builtinTypes;  // builtin -> its variable's 32-bit int type
   std::set<uint32_t> entryFunctions;           // functions named by an OpEntryPoint
   // Private coordinate tables shared by the non-entry functions, by matrix type, and
   // the entry points that must learn them.
@@ -236,6 +237,20 @@ void DropMisplacedSaturation(Context& context);
 
 // Applies a pipeline's specialization and freezes every specialization constant (specialize.cpp).
 void FreezeSpecialization(ir::Module& module, const Specialization& specialization);
+
+// Gives every loop header of `function` holding an instruction `needsLowering`
+// accepts a block of its own for that code (loop_header.cpp), so the lowerings can split it.
+void SplitLoopHeadersWith(Context& c, ir::Function& function, const std::function<bool(const ir::Instruction&)>& needsLowering);
+
+// Whether an execution model has workgroups (compute, task, mesh): the only ones the
+// Workgroup scratch and the builtins are wired into.
+bool IsComputeLikeModel(uint32_t model);
+// Refuses a module whose non-compute entry point reaches an operation to lower
+// (stages.cpp), naming both.
+void CheckLoweredStages(Context& c, const std::function<bool(const ir::Instruction&)>& needsLowering);
+
+// Loads a 32-bit builtin as uint (a module's own `int` variable is bitcast).
+uint32_t LoadBuiltin(Builder& b, spv::BuiltIn builtin);
 
 // "OpFoo %12" for error messages.
 std::string Describe(const ir::Instruction& inst);

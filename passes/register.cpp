@@ -461,7 +461,7 @@ void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst, const std
   // Function variable the merge block loads (drivers promote it to registers).
   TypeManager& t = c.types;
   const uint32_t variable = b.Variable(inst.typeId);
-  const uint32_t selector = b.Emit(spv::Op::OpLoad, t.Uint(), {c.BuiltinVariable(spv::BuiltIn::SubgroupSize)});
+  const uint32_t selector = LoadBuiltin(b, spv::BuiltIn::SubgroupSize);
   LowerStats afterFirst;
   b.Switch(selector, c.subgroupSizes, [&](size_t k) {
     ActiveSubgroupSize active(c, c.subgroupSizes[k]);

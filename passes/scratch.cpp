@@ -13,17 +13,6 @@ constexpr uint32_t kMakeAvailable = 0x2000;
 constexpr uint32_t kMakeVisible = 0x4000;
 constexpr uint32_t kNonPrivatePointer = 0x20;
 
-bool IsComputeLike(uint32_t model) {
-  switch (static_cast<spv::ExecutionModel>(model)) {
-    case spv::ExecutionModel::GLCompute:
-    case spv::ExecutionModel::TaskNV:
-    case spv::ExecutionModel::MeshNV:
-    case spv::ExecutionModel::TaskEXT:
-    case spv::ExecutionModel::MeshEXT: return true;
-    default: return false;
-  }
-}
-
 // Index of the first interface operand of an OpEntryPoint (after the name string).
 size_t InterfaceStart(const ir::Instruction& entry) {
   size_t i = 2;
@@ -86,6 +75,24 @@ std::unordered_map<uint32_t, uint64_t> TypeSizes(const ir::Module& m, const Type
   return sizes;
 }
 
+// With WorkgroupMemoryExplicitLayoutKHR, Block-decorated Workgroup variables alias
+// one another, and an entry point may not mix them with undecorated ones: the
+// scratch can be neither (it would share memory with the module's data, or make the
+// interface invalid), so such a module is refused where it needs the scratch.
+void RefuseExplicitLayoutWorkgroup(const ir::Module& m, const TypeManager& t) {
+  std::set<uint32_t> blocks;
+  for (const ir::Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::Block)) blocks.insert(a.Operand(0));
+  for (const ir::Instruction& g : m.globals) {
+    if (g.opcode != spv::Op::OpVariable || g.Operand(0) != static_cast<uint32_t>(spv::StorageClass::Workgroup)) continue;
+    const ir::Instruction* pointer = t.GlobalDef(g.typeId);
+    if (pointer && blocks.count(pointer->Operand(1)))
+      Fail("Workgroup variable %" + std::to_string(g.resultId) +
+           " has an explicit layout (Block): the emulation's Workgroup scratch cannot be added to a module that uses "
+           "WorkgroupMemoryExplicitLayoutKHR");
+  }
+}
+
 // LocalSize x*y*z, refused when it does not fit 32 bits (it would wrap to a small or
 // zero scratch and bypass the shared-memory limit).
 uint32_t LocalSizeInvocations(const ir::Instruction& entry, const ir::Instruction& mode) {
@@ -98,6 +105,17 @@ uint32_t LocalSizeInvocations(const ir::Instruction& entry, const ir::Instructio
 }
 
 }  // namespace
+
+bool IsComputeLikeModel(uint32_t model) {
+  switch (static_cast<spv::ExecutionModel>(model)) {
+    case spv::ExecutionModel::GLCompute:
+    case spv::ExecutionModel::TaskNV:
+    case spv::ExecutionModel::MeshNV:
+    case spv::ExecutionModel::TaskEXT:
+    case spv::ExecutionModel::MeshEXT: return true;
+    default: return false;
+  }
+}
 
 uint32_t Context::BarrierSemantics() const {
   uint32_t semantics = static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease) |
@@ -145,10 +163,16 @@ uint32_t Context::BuiltinVariable(spv::BuiltIn builtin) {
     const ir::Instruction* def = types.GlobalDef(a.operands[0]);
     if (!def || def->opcode != spv::Op::OpVariable) continue;
     const ir::Instruction* pointer = types.GlobalDef(def->typeId);
-    if (pointer && pointer->Operand(0) == static_cast<uint32_t>(spv::StorageClass::Input) && pointer->Operand(1) == types.Uint()) {
-      variable = a.operands[0];
-      break;
-    }
+    if (!pointer || pointer->Operand(0) != static_cast<uint32_t>(spv::StorageClass::Input)) continue;
+    // The module's own variable, whatever its signedness: a second variable with the
+    // same BuiltIn in one interface is invalid (VUID-StandaloneSpirv-OpEntryPoint-09658).
+    const ir::Instruction* pointee = types.GlobalDef(pointer->Operand(1));
+    if (!pointee || pointee->opcode != spv::Op::OpTypeInt || pointee->Operand(0) != 32)
+      Fail("the module declares BuiltIn " + std::string(spv::BuiltInToString(builtin)) + " on %" + std::to_string(a.operands[0]) +
+           " with a type other than a 32-bit integer");
+    variable = a.operands[0];
+    builtinTypes[builtin] = pointee->resultId;
+    break;
   }
   if (!variable) {
     variable = module.TakeId();
@@ -157,9 +181,18 @@ uint32_t Context::BuiltinVariable(spv::BuiltIn builtin) {
     module.annotations.emplace_back(spv::Op::OpDecorate, 0, 0,
                                     std::vector<uint32_t>{variable, static_cast<uint32_t>(spv::Decoration::BuiltIn),
                                                           static_cast<uint32_t>(builtin)});
+    builtinTypes[builtin] = types.Uint();
   }
   builtins[builtin] = variable;
   return variable;
+}
+
+uint32_t LoadBuiltin(Builder& b, spv::BuiltIn builtin) {
+  Context& c = b.context();
+  const uint32_t variable = c.BuiltinVariable(builtin);
+  const uint32_t type = c.builtinTypes.at(builtin);
+  const uint32_t value = b.Emit(spv::Op::OpLoad, type, {variable});
+  return type == c.types.Uint() ? value : b.Emit(spv::Op::OpBitcast, c.types.Uint(), {value});
 }
 
 std::vector<uint32_t> Context::ParameterTypes(uint32_t functionId) const {
@@ -365,11 +398,12 @@ void Scratch::Finalize() {
     if (wordsPerSlice_) t.AddGlobal(ir::Instruction(spv::Op::OpConstant, t.Uint(), wordsPerSlice_, {0}));
     // The register path still reads builtins: they go into the interfaces.
     for (ir::Instruction& entry : m.entryPoints)
-      if (IsComputeLike(entry.Operand(0)))
+      if (IsComputeLikeModel(entry.Operand(0)))
         for (const auto& [builtin, variable] : context_.builtins) AddToInterface(entry, variable);
     return;
   }
 
+  RefuseExplicitLayoutWorkgroup(m, t);
   // Words per slice: the largest matrix any use stores.
   uint32_t words = t.UintConstant(std::max<uint32_t>(maxConstantWords_, 1));
   for (uint32_t spec : specWords_) {
@@ -401,7 +435,7 @@ void Scratch::Finalize() {
     mergeInvocations(product(def->operands[0], def->operands[1], def->operands[2]));
   } else {
     for (const ir::Instruction& entry : m.entryPoints) {
-      if (!IsComputeLike(entry.Operand(0))) continue;
+      if (!IsComputeLikeModel(entry.Operand(0))) continue;
       bool found = false;
       for (const ir::Instruction& mode : m.executionModes) {
         if (mode.Operand(0) != entry.Operand(1) || mode.operands.size() != 5) continue;
@@ -459,7 +493,7 @@ void Scratch::Finalize() {
 
   // Interfaces: Input builtins always, Workgroup variables from SPIR-V 1.4 on.
   for (ir::Instruction& entry : m.entryPoints) {
-    if (!IsComputeLike(entry.Operand(0))) continue;
+    if (!IsComputeLikeModel(entry.Operand(0))) continue;
     for (const auto& [builtin, variable] : context_.builtins) AddToInterface(entry, variable);
     if (m.SpirvMinor() >= 4) AddToInterface(entry, variable_);
   }

@@ -42,6 +42,9 @@ std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor) {
     messages += "word " + std::to_string(position.index) + ": " + message;
   });
   spvtools::ValidatorOptions options;
+  // 4,194,303 ids is the minimum every implementation supports, not a limit of
+  // SPIR-V: a module beyond it is the driver's to accept (review finding 20).
+  if (words.size() >= 5 && words[3] > 0x3FFFFF) options.SetUniversalLimit(spv_validator_limit_max_id_bound, words[3]);
   if (tools.Validate(words.data(), words.size(), options)) return {};
   return messages.empty() ? std::string("spirv-val rejected the module") : messages;
 }

@@ -159,7 +159,9 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
     *tail = &shaderObject;
     tail = &shaderObject.pNext;
   }
+  void** maintenance1Link = nullptr;
   if (options.enableMaintenance1 && options.chainMaintenance1Features) {
+    maintenance1Link = tail;
     *tail = &m1;
     tail = &m1.pNext;
   }
@@ -174,6 +176,11 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
     m1 = *options.features;
     m1.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT;
     m1.pNext = next;
+  }
+
+  if (options.beforeMaintenance1 && maintenance1Link) {
+    options.beforeMaintenance1->pNext = reinterpret_cast<VkBaseOutStructure*>(*maintenance1Link);
+    *maintenance1Link = options.beforeMaintenance1;
   }
 
   std::vector<const char*> extensions = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME};

@@ -34,6 +34,9 @@ struct DeviceOptions {
   bool enableShaderObject = false;       // VK_EXT_shader_object: vkCreateShadersEXT
   // Overrides for the feature struct when chained (null: every feature the device reports).
   const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT* features = nullptr;
+  // A node (its pNext is overwritten) put into vkCreateDevice's chain right before the
+  // maintenance1 feature struct: e.g. a struct from newer headers.
+  VkBaseOutStructure* beforeMaintenance1 = nullptr;
 };
 
 struct Message {
