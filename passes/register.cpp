@@ -133,12 +133,27 @@ const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uin
 
 uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images) {
   if (auto constant = b.types().ConstantValue(x)) return b.U(static_cast<uint32_t>(Apply(images, *constant)));
-  // Single-bit images are grouped by how far they move: one mask and one shift per distance.
-  std::map<int, uint32_t> byShift;
   uint32_t result = b.U(0);
+  // A run of bits that lands reversed on consecutive coordinate bits (GFX12 maps the
+  // high lane bits to rows that way) is one OpBitReverse, as the driver's own address
+  // code computes it, instead of a mask and shift per bit.
+  std::vector<bool> done(images.size(), false);
+  auto target = [&](size_t k) { return std::popcount(images[k]) == 1 ? static_cast<int>(Log2(images[k])) : -1; };
+  for (size_t k = 0; k < images.size(); ++k) {
+    size_t n = 1;
+    while (target(k) >= 0 && k + n < images.size() && target(k + n) == target(k) - static_cast<int>(n)) ++n;
+    if (target(k) < 0 || n < 2) continue;
+    const uint32_t reversed = b.Emit(spv::Op::OpBitReverse, b.types().Uint(), {b.ShiftRight(x, b.U(static_cast<uint32_t>(k)))});
+    const uint32_t low = static_cast<uint32_t>(target(k)) - static_cast<uint32_t>(n - 1);
+    result = b.Xor(result, b.ShiftLeft(b.ShiftRight(reversed, b.U(static_cast<uint32_t>(32 - n))), b.U(low)));
+    for (size_t i = k; i < k + n; ++i) done[i] = true;
+    k += n - 1;
+  }
+  // Other single-bit images are grouped by how far they move: one mask and one shift per distance.
+  std::map<int, uint32_t> byShift;
   for (size_t k = 0; k < images.size(); ++k) {
     const uint32_t image = images[k];
-    if (!image) continue;
+    if (!image || done[k]) continue;
     if (std::popcount(image) == 1) {
       byShift[static_cast<int>(Log2(image)) - static_cast<int>(k)] |= 1u << k;
       continue;
