@@ -11,10 +11,11 @@ namespace {
 
 constexpr uint32_t kHeaderWords = 5;
 // The per-id tables cost a few bytes per id. 4,194,303 is the limits appendix's
-// minimum every implementation supports, not a maximum: a larger bound is accepted
-// while it is at most 4 ids per word of the module (every id is defined by an
-// instruction of at least 2 words, so a real module stays far below), which keeps
-// the tables proportional to the module's size.
+// minimum every implementation supports, not a maximum: the bound may exceed it by
+// 4 ids per word of the module (every id is defined by an instruction of at least 2
+// words, so a real module stays far below), which keeps the tables proportional to
+// the module's size. The allowance grows with the module, so a lowered module (more
+// ids, each with its instruction's words) parses whenever its input did.
 constexpr uint32_t kMinMaxBound = 0x400000;
 constexpr uint64_t kIdsPerWord = 4;
 
@@ -75,7 +76,7 @@ class Parser {
     module_.schema = words_[4];
     if ((module_.version >> 16) != 1 || module_.SpirvMinor() > 6)
       return "unsupported SPIR-V version word 0x" + Hex(module_.version);
-    if (module_.bound == 0 || module_.bound > std::max<uint64_t>(kMinMaxBound, kIdsPerWord * words_.size()))
+    if (module_.bound == 0 || module_.bound > kMinMaxBound + kIdsPerWord * words_.size())
       return "implausible id bound " + std::to_string(module_.bound);
     defined_.assign(module_.bound, false);
 

@@ -69,6 +69,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* info, 
 VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevice pd, const char* layer,
                                                                   uint32_t* count, VkExtensionProperties* props) {
   auto next = InstanceFn<PFN_vkEnumerateDeviceExtensionProperties>(pd, "vkEnumerateDeviceExtensionProperties");
+  if (!layer)
+    if (const VkResult fault = FakeFault("EnumerateDeviceExtensionProperties"); fault != VK_SUCCESS) return fault;
   if (layer || !Env("FAKE_DRIVER_NATIVE_EXT")) return next(pd, layer, count, props);
   uint32_t n = 0;
   next(pd, nullptr, &n, nullptr);

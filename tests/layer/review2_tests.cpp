@@ -307,3 +307,19 @@ TEST_CASE("refusals at pipeline time name the instruction and dump the input and
   vkDestroyShaderModule(device.handle(), module, nullptr);
   std::filesystem::remove_all(dir);
 }
+
+// Finding 26: a driver error from vkEnumerateDeviceExtensionProperties became
+// VK_SUCCESS with a list holding only the layer's extension.
+TEST_CASE("review 26: the driver's error from vkEnumerateDeviceExtensionProperties comes back", "[layer][review][malformed]") {
+  ScopedEnv path = FakeDriverOnPath();
+  InstanceOptions options;
+  options.layersBelow = {kFakeDriverLayer};
+  Instance instance(options);
+  REQUIRE(instance.ok());
+  uint32_t count = 0;
+  REQUIRE(vkEnumerateDeviceExtensionProperties(instance.physicalDevice(), nullptr, &count, nullptr) == VK_SUCCESS);
+  REQUIRE(count > 1);
+  ScopedEnv armed("FAKE_DRIVER_FAIL", "EnumerateDeviceExtensionProperties:1:" + std::to_string(VK_ERROR_OUT_OF_HOST_MEMORY));
+  count = 0;
+  CHECK(vkEnumerateDeviceExtensionProperties(instance.physicalDevice(), nullptr, &count, nullptr) == VK_ERROR_OUT_OF_HOST_MEMORY);
+}

@@ -335,6 +335,19 @@ TEST_CASE("review 20: a module with an id bound above 0x400000 is lowered", "[re
   CHECK(result.stats.reduce > 0);
 }
 
+// Found by the lower campaign after the fix above: an input whose bound was just
+// under a fixed limit gave an output (more ids) that no longer parsed.
+TEST_CASE("review 20: a module whose bound is near the limit lowers to a module that parses", "[review][malformed]") {
+  std::vector<uint32_t> words = passtest::LoadShader("reduce", "spirv1.6");
+  words[3] = 0x3ffff0;
+  const auto result = coopmat::LowerModule(words, LayerLike());
+  INFO(result.error);
+  REQUIRE(result.ok);
+  coopmat::ir::Module m;
+  CHECK(coopmat::ir::Parse(result.words, m).empty());
+  CHECK(m.bound > 0x400000);
+}
+
 // Finding 21: the lowering's interface variables could push an OpEntryPoint past
 // 65535 words, whose word count then wrapped in the output.
 TEST_CASE("review 21: an entry point that would pass 65535 words is refused", "[review][malformed]") {

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Structure-aware generator of valid maintenance1 modules for the lower target.
+
+Writes GLSL compute shaders drawn from a small grammar (component type, matrix
+shape, workgroup size, a sequence of 1-6 EXT operations, each possibly inside a
+loop, a do-while or a branch), compiles each with glslangValidator for SPIR-V 1.3
+or 1.6, and keeps the module and its spirv-opt -O variant when spirv-val accepts
+them. The outputs are libFuzzer seeds (and a corpus to replay): valid input, so
+the lower target's property "valid in, valid out" applies to every one.
+
+  generate_modules.py OUT_DIR COUNT [SEED]
+"""
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+HEADER = """#version 450
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_EXT_cooperative_matrix_maintenance1 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types : require
+layout(local_size_x = {local}) in;
+layout(set = 0, binding = 0) buffer Data {{ {scalar} d[]; }};
+layout(set = 0, binding = 1) buffer Out {{ uint o[]; }};
+layout(push_constant) uniform PC {{ {scalar} s; uint n; }} pc;
+{scalar} add(const in {scalar} a, const in {scalar} b) {{ return a + b; }}
+{scalar} biggest(const in {scalar} a, const in {scalar} b) {{ return max(a, b); }}
+{scalar} shift(const in uint row, const in uint col, const in {scalar} x, const in {scalar} k) {{
+  return x * k + {scalar}(row) - {scalar}(col);
+}}
+{scalar} mix2(const in uint row, const in uint col, const in {scalar} x, const in {scalar} y) {{ return x + y; }}
+#define MAT(R, C, USE) coopmat<{scalar}, gl_ScopeSubgroup, R, C, USE>
+void main() {{
+  MAT({rows}, {cols}, gl_MatrixUseAccumulator) m;
+  coopMatLoad(m, d, 0, {cols}, gl_CooperativeMatrixLayoutRowMajor);
+  uint outBase = 0;
+"""
+
+SCALARS = ["float", "float16_t", "int", "uint"]
+SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
+
+
+def op(rng, rows, cols, k):
+    """One operation on `m` (an Accumulator rows x cols); keeps m's type."""
+    kind = rng.choice(["perElement", "perElementMatrix", "reduce", "reduce2x2", "convertA", "convertB",
+                       "transpose", "getCoordinate"])
+    if kind == "perElement":
+        return f"  coopMatPerElementEXT(m, m, shift, pc.s);\n"
+    if kind == "perElementMatrix":
+        return f"  {{ MAT({rows}, {cols}, gl_MatrixUseAccumulator) t = m; coopMatPerElementEXT(m, m, mix2, t); }}\n"
+    if kind == "reduce":
+        mode = rng.choice(["Row", "Column", "RowAndColumn"])
+        fn = rng.choice(["add", "biggest"])
+        return (f"  {{ MAT({rows}, {cols}, gl_MatrixUseAccumulator) r{k};"
+                f" coopMatReduceEXT(r{k}, m, gl_CooperativeMatrixReduce{mode}EXT, {fn}); m = r{k}; }}\n")
+    if kind == "reduce2x2":
+        return (f"  {{ MAT({rows // 2}, {cols // 2}, gl_MatrixUseAccumulator) r{k};"
+                f" coopMatReduceEXT(r{k}, m, gl_CooperativeMatrixReduce2x2EXT, add);"
+                f" coopMatStore(r{k}, d, 1024, {cols // 2}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
+    if kind in ("convertA", "convertB"):
+        use = "gl_MatrixUseA" if kind == "convertA" else "gl_MatrixUseB"
+        return (f"  {{ MAT({rows}, {cols}, {use}) a{k} = MAT({rows}, {cols}, {use})(m);"
+                f" coopMatStore(a{k}, d, 2048, {cols}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
+    if kind == "transpose":
+        return (f"  {{ MAT({cols}, {rows}, gl_MatrixUseB) t{k}; coopMatTransposeEXT(t{k}, m);"
+                f" coopMatStore(t{k}, d, 4096, {rows}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
+    return ("  for (uint i = 0; i < m.length(); ++i) { uvec2 rc = coopMatGetCoordinateEXT(m, i);"
+            " o[outBase + i] = rc.x * 100 + rc.y; }\n")
+
+
+def wrap(rng, body, k):
+    """Puts an operation into structured control flow, or not."""
+    form = rng.choice(["plain", "plain", "for", "doWhile", "if", "forBreak"])
+    if form == "for":
+        return f"  for (uint i{k} = 0; i{k} < pc.n; ++i{k}) {{\n  {body}  }}\n"
+    if form == "doWhile":
+        return f"  {{ uint i{k} = 0; do {{\n  {body}    ++i{k};\n  }} while (i{k} < pc.n); }}\n"
+    if form == "if":
+        return f"  if (pc.n > {k}u) {{\n  {body}  }}\n"
+    if form == "forBreak":
+        return f"  for (uint i{k} = 0;; ++i{k}) {{\n  {body}    if (i{k} >= pc.n) break;\n  }}\n"
+    return body
+
+
+def shader(rng):
+    scalar = rng.choice(SCALARS)
+    rows, cols = rng.choice(SHAPES)
+    text = HEADER.format(local=rng.choice([8, 16, 32, 64]), scalar=scalar, rows=rows, cols=cols)
+    for k in range(rng.randint(1, 6)):
+        text += wrap(rng, op(rng, rows, cols, k), k)
+    text += f"  coopMatStore(m, d, 0, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
+    return text
+
+
+def run(command):
+    return subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def main():
+    out_dir, count = sys.argv[1], int(sys.argv[2])
+    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+    os.makedirs(out_dir, exist_ok=True)
+    kept = rejected = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(count):
+            source = os.path.join(tmp, "g.comp")
+            with open(source, "w") as f:
+                f.write(shader(rng))
+            env = rng.choice(["spirv1.3", "spirv1.6"])
+            module = os.path.join(out_dir, f"gen-{i:05d}.{env}.spv")
+            vulkan = "vulkan1.1" if env == "spirv1.3" else "vulkan1.3"
+            if not run(["glslangValidator", "-V", "--quiet", "--target-env", env, source, "-o", module]) or \
+               not run(["spirv-val", "--target-env", vulkan, module]):
+                rejected += 1
+                if os.path.exists(module):
+                    os.remove(module)
+                continue
+            kept += 1
+            optimized = module + ".O"
+            if not run(["spirv-opt", "-O", module, "-o", optimized]) or \
+               not run(["spirv-val", "--target-env", vulkan, optimized]):
+                if os.path.exists(optimized):
+                    os.remove(optimized)
+    print(f"generated {kept} valid modules (+ spirv-opt -O variants), {rejected} drawn shaders rejected by glslang/spirv-val")
+
+
+if __name__ == "__main__":
+    main()
