@@ -25,7 +25,15 @@ uint64_t MaxExact(const TypeManager& t, const CoopMatType& type) {
 
 // The base of the low/high split: low = x % base fits the type exactly.
 uint32_t SplitBase(const TypeManager& t, const CoopMatType& type) {
-  if (type.componentFloat) return t.ExactIntegerLimit(type.componentType);
+  if (type.componentFloat) {
+    // A float type whose exact integers are unknown (malformed input: no known width
+    // or encoding) cannot hold coordinates; never divide by its zero base.
+    const uint32_t limit = t.ExactIntegerLimit(type.componentType);
+    if (!limit)
+      Fail("cooperative matrix type %" + std::to_string(type.id) +
+           " has a float component type that cannot hold its coordinates exactly");
+    return limit;
+  }
   return type.componentBytes == 1 ? 256 : 65536;
 }
 
