@@ -19,6 +19,8 @@
 using coopmat::ir::Instruction;
 using coopmat::ir::Module;
 
+using passtest::Assemble;
+
 namespace {
 
 struct Setup {
@@ -36,13 +38,6 @@ coopmat::LowerResult Lower(const std::vector<uint32_t>& words, const Setup& setu
   }
   options.subgroupSizes = sizes;
   return coopmat::LowerModule(words, options);
-}
-
-std::vector<uint32_t> Assemble(const std::string& text) {
-  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_3);
-  std::vector<uint32_t> words;
-  REQUIRE(tools.Assemble(text, &words, SPV_TEXT_TO_BINARY_OPTION_PRESERVE_NUMERIC_IDS));
-  return words;
 }
 
 void Replace(std::string& text, const std::string& from, const std::string& to) {

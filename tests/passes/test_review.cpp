@@ -13,24 +13,10 @@
 
 using Catch::Matchers::ContainsSubstring;
 
+using passtest::Assemble;
+using passtest::Disassemble;
+
 namespace {
-
-std::string Disassemble(const std::vector<uint32_t>& words) {
-  spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
-  std::string text;
-  if (!tools.Disassemble(words, &text, SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_NO_HEADER))
-    throw std::runtime_error("cannot disassemble");
-  return text;
-}
-
-std::vector<uint32_t> Assemble(const std::string& text) {
-  spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
-  std::string messages;
-  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&, const char* m) { messages += m; });
-  std::vector<uint32_t> words;
-  if (!tools.Assemble(text, &words)) throw std::runtime_error("cannot assemble: " + messages);
-  return words;
-}
 
 // The test shader `name` as text with `after` followed by `insert` (after must occur).
 std::string Edited(const std::string& name, const std::string& env, const std::string& after, const std::string& insert) {

@@ -20,25 +20,10 @@ using coopmat::ir::Block;
 using coopmat::ir::Instruction;
 using coopmat::ir::Module;
 
+using passtest::Assemble;
+using passtest::Disassemble;
+
 namespace {
-
-std::string Disassemble(const std::vector<uint32_t>& words) {
-  spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
-  std::string text;
-  if (!tools.Disassemble(words, &text, SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_NO_HEADER))
-    throw std::runtime_error("cannot disassemble");
-  return text;
-}
-
-// `env` sets the header's SPIR-V version (the text has no header).
-std::vector<uint32_t> Assemble(const std::string& text, spv_target_env env = SPV_ENV_UNIVERSAL_1_6) {
-  spvtools::SpirvTools tools(env);
-  std::string messages;
-  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&, const char* m) { messages += m; });
-  std::vector<uint32_t> words;
-  if (!tools.Assemble(text, &words)) throw std::runtime_error("cannot assemble: " + messages);
-  return words;
-}
 
 // spirv-opt -O
 std::vector<uint32_t> Optimized(const std::vector<uint32_t>& words) {

@@ -8,7 +8,6 @@
 
 #include <cstring>
 
-#include <spirv-tools/libspirv.hpp>
 
 #include "coopmat/layout.h"
 #include "coopmat/lower.h"
@@ -17,6 +16,8 @@
 using Catch::Matchers::ContainsSubstring;
 using coopmat::ir::Instruction;
 using coopmat::ir::Module;
+
+using passtest::Assemble;
 
 namespace {
 
@@ -30,13 +31,6 @@ coopmat::Specialization Spec(std::initializer_list<std::pair<uint32_t, uint32_t>
   coopmat::Specialization s;
   for (auto [id, value] : values) s.values[id] = Bytes32(value);
   return s;
-}
-
-std::vector<uint32_t> Assemble(const std::string& text) {
-  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_3);
-  std::vector<uint32_t> words;
-  REQUIRE(tools.Assemble(text, &words, SPV_TEXT_TO_BINARY_OPTION_PRESERVE_NUMERIC_IDS));
-  return words;
 }
 
 // The value of the constant with result id `id` (first word), or ~0u.

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include <spirv-tools/libspirv.hpp>
+
 namespace passtest {
 
 std::string ShaderDir() { return COOPMAT_PASSES_SHADER_DIR; }
@@ -81,6 +83,24 @@ uint32_t FindScratchVariable(const coopmat::ir::Module& m) {
     if (element && element->opcode == spv::Op::OpTypeInt && element->Operand(0) == 32 && element->Operand(1) == 0) return g.resultId;
   }
   return 0;
+}
+
+std::vector<uint32_t> Assemble(const std::string& text, spv_target_env env) {
+  spvtools::SpirvTools tools(env);
+  std::string messages;
+  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&, const char* m) { messages += m; });
+  std::vector<uint32_t> words;
+  if (!tools.Assemble(text, &words, SPV_TEXT_TO_BINARY_OPTION_PRESERVE_NUMERIC_IDS))
+    throw std::runtime_error("cannot assemble: " + messages);
+  return words;
+}
+
+std::string Disassemble(const std::vector<uint32_t>& words) {
+  spvtools::SpirvTools tools(SPV_ENV_UNIVERSAL_1_6);
+  std::string text;
+  if (!tools.Disassemble(words, &text, SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_NO_HEADER))
+    throw std::runtime_error("cannot disassemble");
+  return text;
 }
 
 }  // namespace passtest

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <spirv-tools/libspirv.h>
+
 #include "ir.h"
 
 namespace passtest {
@@ -27,5 +29,11 @@ bool HasExtension(const coopmat::ir::Module& m, const std::string& name);
 bool HasDecoration(const coopmat::ir::Module& m, spv::Decoration decoration);
 // The Workgroup OpVariable whose pointee is an array of 32-bit uint (our scratch), or 0.
 uint32_t FindScratchVariable(const coopmat::ir::Module& m);
+
+// SPIR-V assembly text to words; numeric ids (%12) stay as written; `env` sets the
+// header's SPIR-V version. Throws with the assembler's messages.
+std::vector<uint32_t> Assemble(const std::string& text, spv_target_env env = SPV_ENV_UNIVERSAL_1_6);
+// Words to text with friendly names and no header. Throws when they do not disassemble.
+std::string Disassemble(const std::vector<uint32_t>& words);
 
 }  // namespace passtest
