@@ -7,33 +7,18 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "../layer/layer_test_util.h"
 #include "vk_context.h"
 
 namespace {
 
 using cmtest::Device;
 using cmtest::Instance;
-
-// Sets an environment variable for its lifetime.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using layertest::KhrProperties;
+using layertest::ScopedEnv;
 
 // A fresh, empty layout cache folder for one test.
 std::filesystem::path FreshCache(const std::string& name) {
@@ -67,15 +52,8 @@ Sizes SubgroupSizes(const Instance& instance) {
 }
 
 std::vector<VkCooperativeMatrixPropertiesKHR> NonSaturatingKhr(const Instance& instance) {
-  auto query = instance.proc<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
-      "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
-  REQUIRE(query);
-  uint32_t count = 0;
-  REQUIRE(query(instance.physicalDevice(), &count, nullptr) == VK_SUCCESS);
-  std::vector<VkCooperativeMatrixPropertiesKHR> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
-  REQUIRE(query(instance.physicalDevice(), &count, list.data()) == VK_SUCCESS);
   std::vector<VkCooperativeMatrixPropertiesKHR> out;
-  for (const auto& p : list)
+  for (const auto& p : KhrProperties(instance))
     if (p.scope == VK_SCOPE_SUBGROUP_KHR && !p.saturatingAccumulation) out.push_back(p);
   return out;
 }

@@ -1,5 +1,6 @@
-// Helpers shared by the layer test files: environment variables for one scope,
-// the fake driver layer (tests/layer/fake_driver_layer.cpp) and what it records.
+// Helpers shared by the layer test files (and the AMD lane's): environment
+// variables for one scope, the KHR property list, the fake driver layer
+// (tests/layer/fake_driver_layer.cpp) and what it records.
 #pragma once
 
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <catch2/catch_test_macros.hpp>
 
 #include "vk_context.h"
 
@@ -39,10 +42,24 @@ class ScopedEnv {
   bool hadOld_ = false;
 };
 
+#ifdef COOPMAT_FAKE_LAYER_DIR
 // Puts the fake driver layer on the layer path next to ours.
 inline ScopedEnv FakeDriverOnPath() {
   const char* current = std::getenv("VK_ADD_LAYER_PATH");
   return ScopedEnv("VK_ADD_LAYER_PATH", std::string(current ? current : "") + ":" + COOPMAT_FAKE_LAYER_DIR);
+}
+#endif
+
+// The driver's KHR cooperative-matrix property list, every entry.
+inline std::vector<VkCooperativeMatrixPropertiesKHR> KhrProperties(const Instance& instance) {
+  auto query = instance.proc<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+      "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+  REQUIRE(query);
+  uint32_t count = 0;
+  REQUIRE(query(instance.physicalDevice(), &count, nullptr) == VK_SUCCESS);
+  std::vector<VkCooperativeMatrixPropertiesKHR> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  REQUIRE(query(instance.physicalDevice(), &count, list.data()) == VK_SUCCESS);
+  return list;
 }
 
 inline bool AnyMessageContains(const Instance& instance, const std::string& needle) {

@@ -43,17 +43,6 @@ VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT QueryFeatures(const Ins
   return m1;
 }
 
-std::vector<VkCooperativeMatrixPropertiesKHR> KhrProperties(const Instance& instance) {
-  auto query = instance.proc<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
-      "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
-  REQUIRE(query);
-  uint32_t count = 0;
-  REQUIRE(query(instance.physicalDevice(), &count, nullptr) == VK_SUCCESS);
-  std::vector<VkCooperativeMatrixPropertiesKHR> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
-  REQUIRE(query(instance.physicalDevice(), &count, list.data()) == VK_SUCCESS);
-  return list;
-}
-
 struct Properties2Answer {
   VkResult result;
   std::vector<VkCooperativeMatrixProperties2EXT> list;
