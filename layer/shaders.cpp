@@ -249,21 +249,22 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
   StageLowering out;
   const Specialization specialization = SpecializationOf(device, facts.specialization, where);
   const std::vector<uint32_t> sizes = StageSubgroupSizes(device, facts, original);
-  Hasher key;
-  key.Add(originalHash.low).Add(originalHash.high).Add(device.optionsFingerprint);
-  key.Add(specialization.values.size());
-  for (const auto& [id, bytes] : specialization.values) key.Add(id).Add(std::span(bytes));
-  key.Add(std::span(sizes));
+  Hasher hasher;
+  hasher.Add(originalHash.low).Add(originalHash.high).Add(device.optionsFingerprint);
+  hasher.Add(specialization.values.size());
+  for (const auto& [id, bytes] : specialization.values) hasher.Add(id).Add(std::span(bytes));
+  hasher.Add(std::span(sizes));
+  const Hash128 key = hasher.Finish();
   CacheSource source = CacheSource::Lowered;
   double microseconds = 0;
   out.code = device.loweringCache->Get(
-      key.Finish(),
+      key,
       [&] {
         LowerOptions options = device.lowerOptions;
         options.specialization = specialization;
         options.subgroupSizes = sizes;
         LowerResult lowered = LowerChecked(device, original, options, where);
-        if (lowered.ok) DumpLowering(device, original, &lowered, where, ".pipeline-" + key.Finish().Hex().substr(0, 8));
+        if (lowered.ok) DumpLowering(device, original, &lowered, where, ".pipeline-" + key.Hex().substr(0, 8));
         CachedLowering entry;
         entry.ok = lowered.ok;
         entry.error = lowered.error;
