@@ -131,9 +131,28 @@ const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uin
   return found;
 }
 
-uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images) {
+// The bits a value of XorBits(x, images) can have set.
+uint32_t ImageBits(const std::vector<uint32_t>& images) {
+  uint32_t bits = 0;
+  for (uint32_t image : images) bits |= image;
+  return bits;
+}
+
+// XOR of two parts whose possible bits are disjoint is their sum; an OpIAdd lets the
+// driver fold the coordinate into the app's arithmetic (row * 3 + col becomes one
+// add of a constant per element, as in RADV's own lowering), an OpBitwiseXor does not.
+uint32_t CombineParts(Builder& b, uint32_t a, uint32_t aBits, uint32_t c, uint32_t cBits) {
+  return (aBits & cBits) == 0 ? b.Add(a, c) : b.Xor(a, c);
+}
+
+uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images, uint32_t valueBits) {
   if (auto constant = b.types().ConstantValue(x)) return b.U(static_cast<uint32_t>(Apply(images, *constant)));
   uint32_t result = b.U(0);
+  uint32_t resultBits = 0;
+  auto combine = [&](uint32_t part, uint32_t partBits) {
+    result = CombineParts(b, result, resultBits, part, partBits);
+    resultBits |= partBits;
+  };
   // A run of bits that lands reversed on consecutive coordinate bits (GFX12 maps the
   // high lane bits to rows that way) is one OpBitReverse, as the driver's own address
   // code computes it, instead of a mask and shift per bit.
@@ -145,7 +164,7 @@ uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images) {
     if (target(k) < 0 || n < 2) continue;
     const uint32_t reversed = b.Emit(spv::Op::OpBitReverse, b.types().Uint(), {b.ShiftRight(x, b.U(static_cast<uint32_t>(k)))});
     const uint32_t low = static_cast<uint32_t>(target(k)) - static_cast<uint32_t>(n - 1);
-    result = b.Xor(result, b.ShiftLeft(b.ShiftRight(reversed, b.U(static_cast<uint32_t>(32 - n))), b.U(low)));
+    combine(b.ShiftLeft(b.ShiftRight(reversed, b.U(static_cast<uint32_t>(32 - n))), b.U(low)), ((1u << n) - 1) << low);
     for (size_t i = k; i < k + n; ++i) done[i] = true;
     k += n - 1;
   }
@@ -158,13 +177,26 @@ uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images) {
       byShift[static_cast<int>(Log2(image)) - static_cast<int>(k)] |= 1u << k;
       continue;
     }
-    const uint32_t bit = b.And(b.ShiftRight(x, b.U(static_cast<uint32_t>(k))), b.U(1));
-    result = b.Xor(result, b.Mul(bit, b.U(image)));
+    const uint32_t shifted = b.ShiftRight(x, b.U(static_cast<uint32_t>(k)));
+    const uint32_t bit = (valueBits >> k) == 1 ? shifted : b.And(shifted, b.U(1));
+    combine(b.Mul(bit, b.U(image)), image);
   }
   for (const auto& [shift, mask] : byShift) {
-    const uint32_t part = b.And(x, b.U(mask));
-    result = b.Xor(result, shift >= 0 ? b.ShiftLeft(part, b.U(static_cast<uint32_t>(shift)))
-                                      : b.ShiftRight(part, b.U(static_cast<uint32_t>(-shift))));
+    // No mask where x cannot have the other bits or a shift drops them (the driver then
+    // shares lane >> k with its own load addressing): x << s, x >> s, or (x >> low) << t
+    // when the group is every bit of x from its lowest one up.
+    const uint32_t stray = valueBits & ~mask;
+    const uint32_t low = static_cast<uint32_t>(std::countr_zero(mask));
+    const uint32_t targetBits = shift >= 0 ? mask << shift : mask >> -shift;
+    uint32_t part;
+    if (stray == 0 || (shift < 0 && (stray >> -shift) == 0))
+      part = shift >= 0 ? b.ShiftLeft(x, b.U(static_cast<uint32_t>(shift))) : b.ShiftRight(x, b.U(static_cast<uint32_t>(-shift)));
+    else if ((stray >> low) == 0)
+      part = b.ShiftLeft(b.ShiftRight(x, b.U(low)), b.U(static_cast<uint32_t>(static_cast<int>(low) + shift)));
+    else
+      part = shift >= 0 ? b.ShiftLeft(b.And(x, b.U(mask)), b.U(static_cast<uint32_t>(shift)))
+                        : b.ShiftRight(b.And(x, b.U(mask)), b.U(static_cast<uint32_t>(-shift)));
+    combine(part, targetBits);
   }
   return result;
 }
@@ -173,7 +205,9 @@ uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLay
   std::vector<uint32_t> laneImages, indexImages;
   for (const BitImage& image : l.laneBits) laneImages.push_back(column ? image.colMask : image.rowMask);
   for (const BitImage& image : l.indexBits) indexImages.push_back(column ? image.colMask : image.rowMask);
-  return b.Xor(XorBits(b, fs.lane, laneImages), XorBits(b, index, indexImages));
+  return CombineParts(b, XorBits(b, fs.lane, laneImages, l.key.subgroupSize - 1), ImageBits(laneImages),
+                      XorBits(b, index, indexImages),
+                      ImageBits(indexImages));
 }
 
 // bfloat16 and fp8 cross lanes as bits (EncodedShuffle) and convert with

@@ -30,8 +30,8 @@ inline const LinearLayout* RegisterLayout(const Context& c, const CoopMatType& t
 bool HasRegisterLayouts(Context& c, const CoopMatType& type);
 
 // XOR over the set bits k of the uint `x` of the constant images[k], as shift
-// and mask arithmetic (folded when x is a constant).
-uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images);
+// and mask arithmetic (folded when x is a constant); valueBits: the bits x can have set.
+uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images, uint32_t valueBits = ~0u);
 // Row (or column) of element `index` (a uint id) of the invocation: lane part XOR index part.
 uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLayout& layout, uint32_t index, bool column);
 
