@@ -597,9 +597,11 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
             " table, " + std::to_string(builtin.size()) + " layouts at subgroup sizes " + Join(sizes));
     return builtin;
   }
+  // A failure is a warning; a type left out on purpose (the app's features, no probe
+  // for the shape) is said at info level.
   for (const std::string& note : outcome.notes)
-    if (note.rfind("not probed: ", 0) != 0)
-      Log(&instance, LogLevel::Warning, "layout probe: " + note + "; operations on it use the portable path");
+    Log(&instance, note.rfind("not probed: ", 0) != 0 ? LogLevel::Warning : LogLevel::Info,
+        "layout probe: " + note + "; operations on it use the portable path");
   for (const LinearLayout& layout : outcome.layouts) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout));
   if (!outcome.runFailed && !outcome.limited && !cachePath.empty() && !WriteCache(cachePath, outcome.layouts, outcome.notes))
     Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());

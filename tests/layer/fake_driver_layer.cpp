@@ -7,6 +7,10 @@
 //                              Properties2 with one 16x16x16 f16 entry
 //   FAKE_DRIVER_KHR_FAILS=1    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR fails
 //   FAKE_DRIVER_RECORD=<file>  append (pCode address, word count, words) per module
+//   FAKE_DRIVER_KHR_ABSURD=1   the KHR list is one 65536x65536x65536 f32 entry (a buggy
+//                              driver's shape, for the probe's size checks)
+//   FAKE_DRIVER_NO_PROPERTIES2=1  vkGetPhysicalDeviceProperties2(KHR) are not offered,
+//                              as on a 1.0 instance without the KHR extension
 // and the faults and object accounting of fake_driver_faults.h.
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
@@ -109,6 +113,19 @@ VKAPI_ATTR VkResult VKAPI_CALL GetCoopmatPropertiesKHR(VkPhysicalDevice pd, uint
     *count = 0x7fffffff;
     return VK_SUCCESS;
   }
+  if (Env("FAKE_DRIVER_KHR_ABSURD")) {
+    if (!props) {
+      *count = 1;
+      return VK_SUCCESS;
+    }
+    if (*count < 1) return VK_INCOMPLETE;
+    *count = 1;
+    props[0].MSize = props[0].NSize = props[0].KSize = 65536;
+    props[0].AType = props[0].BType = props[0].CType = props[0].ResultType = VK_COMPONENT_TYPE_FLOAT32_KHR;
+    props[0].saturatingAccumulation = VK_FALSE;
+    props[0].scope = VK_SCOPE_SUBGROUP_KHR;
+    return VK_SUCCESS;
+  }
   return InstanceFn<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
       pd, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")(pd, count, props);
 }
@@ -195,6 +212,9 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
   for (auto& e : table) {
     if (std::strcmp(e.name, name) == 0) return e.fn;
   }
+  if (Env("FAKE_DRIVER_NO_PROPERTIES2") && (std::strcmp(name, "vkGetPhysicalDeviceProperties2") == 0 ||
+                                            std::strcmp(name, "vkGetPhysicalDeviceProperties2KHR") == 0))
+    return nullptr;
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
   if (std::strcmp(name, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT") == 0 && Env("FAKE_DRIVER_NATIVE_EXT"))
     return reinterpret_cast<PFN_vkVoidFunction>(&GetCoopmatProperties2EXT);

@@ -178,6 +178,8 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
     m1.pNext = next;
   }
 
+  if (options.editFeatures) options.editFeatures(features);
+
   if (options.beforeMaintenance1 && maintenance1Link) {
     options.beforeMaintenance1->pNext = reinterpret_cast<VkBaseOutStructure*>(*maintenance1Link);
     *maintenance1Link = options.beforeMaintenance1;

@@ -5,6 +5,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,9 @@ struct DeviceOptions {
   // A node (its pNext is overwritten) put into vkCreateDevice's chain right before the
   // maintenance1 feature struct: e.g. a struct from newer headers.
   VkBaseOutStructure* beforeMaintenance1 = nullptr;
+  // Called with the filled chain (Features2 -> 1.1 -> 1.2 -> 1.3 -> KHR coopmat -> ...)
+  // before vkCreateDevice: a test that wants fewer features switches them off here.
+  std::function<void(VkPhysicalDeviceFeatures2&)> editFeatures;
 };
 
 struct Message {
