@@ -9,6 +9,11 @@
 //   FAKE_DRIVER_RECORD=<file>  append (pCode address, word count, words) per module
 //   FAKE_DRIVER_KHR_ABSURD=1   the KHR list is one 65536x65536x65536 f32 entry (a buggy
 //                              driver's shape, for the probe's size checks)
+//   FAKE_DRIVER_BINARIES=1     list and emulate VK_KHR_pipeline_binary and
+//                              VK_EXT_shader_module_identifier (lavapipe has neither):
+//                              identifiers and pipeline keys hash the SPIR-V the fake
+//                              receives (which FAKE_DRIVER_RECORD records too), and
+//                              vkCreatePipelineBinariesKHR says VK_PIPELINE_BINARY_MISSING_KHR
 //   FAKE_DRIVER_NO_PROPERTIES2=1  vkGetPhysicalDeviceProperties2(KHR) are not offered,
 //                              as on a 1.0 instance without the KHR extension
 // and the faults and object accounting of fake_driver_faults.h.
@@ -29,6 +34,24 @@ namespace {
 bool Env(const char* name) {
   const char* v = std::getenv(name);
   return v && std::strcmp(v, "1") == 0;
+}
+
+// The device extensions this fake implements itself (and hides from lavapipe).
+std::vector<const char*> FakeExtensions() {
+  std::vector<const char*> names;
+  if (Env("FAKE_DRIVER_NATIVE_EXT")) names.push_back(VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
+  if (Env("FAKE_DRIVER_BINARIES")) {
+    names.push_back(VK_KHR_PIPELINE_BINARY_EXTENSION_NAME);
+    names.push_back(VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME);
+  }
+  return names;
+}
+
+bool IsFakeExtension(const char* name) {
+  for (const char* fake : {VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME,
+                           VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME})
+    if (std::strcmp(name, fake) == 0) return true;
+  return false;
 }
 
 struct Next {
@@ -75,13 +98,18 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
   auto next = InstanceFn<PFN_vkEnumerateDeviceExtensionProperties>(pd, "vkEnumerateDeviceExtensionProperties");
   if (!layer)
     if (const VkResult fault = FakeFault("EnumerateDeviceExtensionProperties"); fault != VK_SUCCESS) return fault;
-  if (layer || !Env("FAKE_DRIVER_NATIVE_EXT")) return next(pd, layer, count, props);
+  if (layer || !(Env("FAKE_DRIVER_NATIVE_EXT") || Env("FAKE_DRIVER_BINARIES"))) return next(pd, layer, count, props);
   uint32_t n = 0;
   next(pd, nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> list(n);
   next(pd, nullptr, &n, list.data());
   list.resize(n);
-  list.push_back({VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, 1});
+  for (const char* name : FakeExtensions()) {
+    VkExtensionProperties added{};
+    std::strncpy(added.extensionName, name, VK_MAX_EXTENSION_NAME_SIZE - 1);
+    added.specVersion = 1;
+    list.push_back(added);
+  }
   if (!props) {
     *count = static_cast<uint32_t>(list.size());
     return VK_SUCCESS;
@@ -152,11 +180,10 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   PFN_vkGetInstanceProcAddr gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
   PFN_vkGetDeviceProcAddr gdpa = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;
   link->u.pLayerInfo = link->u.pLayerInfo->pNext;
-  // The "native" extension is this fake's to consume: lavapipe itself would refuse it.
+  // The extensions this fake implements are its to consume: lavapipe would refuse them.
   std::vector<const char*> names;
   for (uint32_t i = 0; i < info->enabledExtensionCount; ++i) {
-    if (std::strcmp(info->ppEnabledExtensionNames[i], VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME) != 0)
-      names.push_back(info->ppEnabledExtensionNames[i]);
+    if (!IsFakeExtension(info->ppEnabledExtensionNames[i])) names.push_back(info->ppEnabledExtensionNames[i]);
   }
   VkDeviceCreateInfo copy = *info;
   copy.enabledExtensionCount = static_cast<uint32_t>(names.size());
@@ -172,6 +199,33 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   return r;
 }
 
+void Record(const uint32_t* code, size_t codeSize) {
+  if (const char* path = std::getenv("FAKE_DRIVER_RECORD")) {
+    std::lock_guard lock(gMutex);
+    if (FILE* f = std::fopen(path, "ab")) {
+      const uint64_t address = reinterpret_cast<uintptr_t>(code);
+      const uint64_t words = codeSize / 4;
+      std::fwrite(&address, sizeof(address), 1, f);
+      std::fwrite(&words, sizeof(words), 1, f);
+      std::fwrite(code, 4, words, f);
+      std::fclose(f);
+    }
+  }
+}
+
+// The fake's identifier of SPIR-V: two FNV-1a hashes of the bytes.
+std::vector<uint8_t> Identify(const uint32_t* code, size_t codeSize) {
+  std::vector<uint8_t> id(16);
+  for (int half = 0; half < 2; ++half) {
+    uint64_t h = half ? 0x84222325cbf29ce4ull : 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < codeSize; ++i) h = (h ^ reinterpret_cast<const uint8_t*>(code)[i]) * 0x100000001b3ull;
+    std::memcpy(id.data() + 8 * half, &h, 8);
+  }
+  return id;
+}
+
+std::unordered_map<uint64_t, std::vector<uint8_t>> gModuleIds;  // module handle -> identifier of its code
+
 VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShaderModuleCreateInfo* info,
                                                   const VkAllocationCallbacks* alloc, VkShaderModule* out) {
   Next n;
@@ -179,22 +233,64 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
     std::lock_guard lock(gMutex);
     n = gDevices[Key(device)];
   }
-  if (const char* path = std::getenv("FAKE_DRIVER_RECORD")) {
-    std::lock_guard lock(gMutex);
-    if (FILE* f = std::fopen(path, "ab")) {
-      const uint64_t address = reinterpret_cast<uintptr_t>(info->pCode);
-      const uint64_t words = info->codeSize / 4;
-      std::fwrite(&address, sizeof(address), 1, f);
-      std::fwrite(&words, sizeof(words), 1, f);
-      std::fwrite(info->pCode, 4, words, f);
-      std::fclose(f);
-    }
-  }
+  Record(info->pCode, info->codeSize);
   if (VkResult fault = FakeFault("CreateShaderModule"); fault != VK_SUCCESS) return fault;
   auto next = reinterpret_cast<PFN_vkCreateShaderModule>(n.gdpa(device, "vkCreateShaderModule"));
   const VkResult r = next(device, info, alloc, out);
-  if (r == VK_SUCCESS) FakeCountObject(1);
+  if (r == VK_SUCCESS) {
+    FakeCountObject(1);
+    std::lock_guard lock(gMutex);
+    gModuleIds[reinterpret_cast<uint64_t>(*out)] = Identify(info->pCode, info->codeSize);
+  }
   return r;
+}
+
+void WriteIdentifier(const std::vector<uint8_t>& id, VkShaderModuleIdentifierEXT* out) {
+  out->identifierSize = static_cast<uint32_t>(id.size());
+  std::memcpy(out->identifier, id.data(), id.size());
+}
+
+VKAPI_ATTR void VKAPI_CALL GetShaderModuleIdentifierEXT(VkDevice, VkShaderModule module, VkShaderModuleIdentifierEXT* out) {
+  std::lock_guard lock(gMutex);
+  WriteIdentifier(gModuleIds[reinterpret_cast<uint64_t>(module)], out);
+}
+
+VKAPI_ATTR void VKAPI_CALL GetShaderModuleCreateInfoIdentifierEXT(VkDevice, const VkShaderModuleCreateInfo* info,
+                                                                  VkShaderModuleIdentifierEXT* out) {
+  WriteIdentifier(Identify(info->pCode, info->codeSize), out);
+}
+
+// The identifier of a compute pipeline's stage code (a module, or SPIR-V chained into
+// the stage), recorded as if the fake compiled it; empty when there is none.
+std::vector<uint8_t> StageIdentifier(const VkPipelineCreateInfoKHR* info) {
+  const auto* compute = static_cast<const VkComputePipelineCreateInfo*>(info ? info->pNext : nullptr);
+  if (!compute || compute->sType != VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO) return {};
+  if (compute->stage.module != VK_NULL_HANDLE) {
+    std::lock_guard lock(gMutex);
+    return gModuleIds[reinterpret_cast<uint64_t>(compute->stage.module)];
+  }
+  for (auto* s = static_cast<const VkBaseInStructure*>(compute->stage.pNext); s; s = s->pNext)
+    if (s->sType == VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO) {
+      const auto* code = reinterpret_cast<const VkShaderModuleCreateInfo*>(s);
+      Record(code->pCode, code->codeSize);
+      return Identify(code->pCode, code->codeSize);
+    }
+  return {};
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL GetPipelineKeyKHR(VkDevice, const VkPipelineCreateInfoKHR* info, VkPipelineBinaryKeyKHR* key) {
+  const std::vector<uint8_t> id = info ? StageIdentifier(info) : std::vector<uint8_t>(16, 0x5a);  // null: the global key
+  if (id.empty()) return VK_ERROR_INITIALIZATION_FAILED;
+  key->keySize = static_cast<uint32_t>(id.size());
+  std::memcpy(key->key, id.data(), id.size());
+  return VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice, const VkPipelineBinaryCreateInfoKHR* info,
+                                                         const VkAllocationCallbacks*, VkPipelineBinaryHandlesInfoKHR* out) {
+  if (!info->pPipelineCreateInfo || StageIdentifier(info->pPipelineCreateInfo).empty()) return VK_ERROR_INITIALIZATION_FAILED;
+  out->pipelineBinaryCount = 0;  // this fake has no compiler: nothing in its cache
+  return VK_PIPELINE_BINARY_MISSING_KHR;
 }
 
 PFN_vkVoidFunction GetDeviceProcAddr(VkDevice device, const char* name);
@@ -226,6 +322,16 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name) {
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
   if (std::strcmp(name, "vkCreateShaderModule") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule);
+  if (Env("FAKE_DRIVER_BINARIES")) {
+    struct { const char* name; PFN_vkVoidFunction fn; } emulated[] = {
+        {"vkGetShaderModuleIdentifierEXT", reinterpret_cast<PFN_vkVoidFunction>(&GetShaderModuleIdentifierEXT)},
+        {"vkGetShaderModuleCreateInfoIdentifierEXT", reinterpret_cast<PFN_vkVoidFunction>(&GetShaderModuleCreateInfoIdentifierEXT)},
+        {"vkGetPipelineKeyKHR", reinterpret_cast<PFN_vkVoidFunction>(&GetPipelineKeyKHR)},
+        {"vkCreatePipelineBinariesKHR", reinterpret_cast<PFN_vkVoidFunction>(&CreatePipelineBinariesKHR)},
+    };
+    for (auto& e : emulated)
+      if (std::strcmp(e.name, name) == 0) return e.fn;
+  }
   if (PFN_vkVoidFunction wrapped = FakeDeviceFunction(name)) return wrapped;
   Next n;
   {

@@ -87,6 +87,18 @@ inline std::vector<RecordedModule> ReadRecord(const std::string& path) {
   return out;
 }
 
+// Whether a SPIR-V module declares `capability` (OpCapability before the first function).
+inline bool DeclaresCapability(const std::vector<uint32_t>& words, uint32_t capability) {
+  for (size_t pos = 5; pos < words.size();) {
+    const uint32_t count = words[pos] >> 16, opcode = words[pos] & 0xffff;
+    if (count == 0) break;
+    if (opcode == 17 /*OpCapability*/ && pos + 1 < words.size() && words[pos + 1] == capability) return true;
+    if (opcode == 54 /*OpFunction*/) break;
+    pos += count;
+  }
+  return false;
+}
+
 inline std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("coopmat-test-" + std::to_string(getpid()) + "-" + name)).string();
 }

@@ -112,16 +112,6 @@ VkResult CreateModule(const Device& device, const std::vector<uint32_t>& words, 
 
 
 
-bool DeclaresCapability(const std::vector<uint32_t>& words, uint32_t capability) {
-  for (size_t pos = 5; pos < words.size();) {
-    const uint32_t count = words[pos] >> 16, opcode = words[pos] & 0xffff;
-    if (count == 0) break;
-    if (opcode == 17 /*OpCapability*/ && words[pos + 1] == capability) return true;
-    if (opcode == 54 /*OpFunction*/) break;
-    pos += count;
-  }
-  return false;
-}
 
 std::vector<std::filesystem::path> CacheFiles(const std::filesystem::path& dir);
 

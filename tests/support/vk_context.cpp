@@ -190,6 +190,7 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
   if (wantNv) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
   if (options.enableMaintenance5) extensions.push_back(VK_KHR_MAINTENANCE_5_EXTENSION_NAME);
   if (options.enableShaderObject) extensions.push_back(VK_EXT_SHADER_OBJECT_EXTENSION_NAME);
+  extensions.insert(extensions.end(), options.extraExtensions.begin(), options.extraExtensions.end());
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queueInfo{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};

@@ -41,6 +41,7 @@ struct DeviceOptions {
   // Called with the filled chain (Features2 -> 1.1 -> 1.2 -> 1.3 -> KHR coopmat -> ...)
   // before vkCreateDevice: a test that wants fewer features switches them off here.
   std::function<void(VkPhysicalDeviceFeatures2&)> editFeatures;
+  std::vector<const char*> extraExtensions;  // more device extensions to enable
 };
 
 struct Message {
