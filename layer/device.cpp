@@ -278,6 +278,7 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
   Load(*data, d.CreateShadersEXT, "vkCreateShadersEXT");
   Load(*data, d.DestroyShaderModule, "vkDestroyShaderModule");
   Load(*data, d.CreateRayTracingPipelinesKHR, "vkCreateRayTracingPipelinesKHR");
+  Load(*data, d.CreateRayTracingPipelinesNV, "vkCreateRayTracingPipelinesNV");
   Load(*data, d.CreatePipelineBinariesKHR, "vkCreatePipelineBinariesKHR");
   Load(*data, d.GetPipelineKeyKHR, "vkGetPipelineKeyKHR");
   Load(*data, d.GetShaderModuleCreateInfoIdentifierEXT, "vkGetShaderModuleCreateInfoIdentifierEXT");

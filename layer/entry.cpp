@@ -48,6 +48,7 @@ const NamedFunction kDeviceFunctions[] = {
     {"vkCreateShadersEXT", &Guarded<&CreateShadersEXT>},
     {"vkDestroyShaderModule", &Guarded<&DestroyShaderModule>},
     {"vkCreateRayTracingPipelinesKHR", &Guarded<&CreateRayTracingPipelinesKHR>},
+    {"vkCreateRayTracingPipelinesNV", &Guarded<&CreateRayTracingPipelinesNV>},
     {"vkCreatePipelineBinariesKHR", &Guarded<&CreatePipelineBinariesKHR>},
     {"vkGetPipelineKeyKHR", &Guarded<&GetPipelineKeyKHR>},
     {"vkGetShaderModuleCreateInfoIdentifierEXT", &Guarded<&GetShaderModuleCreateInfoIdentifierEXT>},

@@ -33,6 +33,9 @@ VKAPI_ATTR void VKAPI_CALL DestroyShaderModule(VkDevice, VkShaderModule, const V
 VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice, VkDeferredOperationKHR, VkPipelineCache, uint32_t,
                                                             const VkRayTracingPipelineCreateInfoKHR*,
                                                             const VkAllocationCallbacks*, VkPipeline*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice, VkPipelineCache, uint32_t,
+                                                           const VkRayTracingPipelineCreateInfoNV*,
+                                                           const VkAllocationCallbacks*, VkPipeline*);
 VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice, const VkPipelineBinaryCreateInfoKHR*,
                                                          const VkAllocationCallbacks*, VkPipelineBinaryHandlesInfoKHR*);
 VKAPI_ATTR VkResult VKAPI_CALL GetPipelineKeyKHR(VkDevice, const VkPipelineCreateInfoKHR*, VkPipelineBinaryKeyKHR*);

@@ -355,6 +355,37 @@ class StageRewriter {
     return stageArrays_.emplace_back(std::move(out)).data();
   }
 
+  // The stages of VK_NV_device_generated_commands' shader groups, chained into a
+  // graphics pipeline: returns the chain to use (itself when unchanged), or null on error.
+  const void* RewriteShaderGroupsNV(const void* chain, const char* where) {
+    const auto* groups = reinterpret_cast<const VkGraphicsPipelineShaderGroupsCreateInfoNV*>(
+        FindInChain(chain, VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV));
+    if (!groups || !groups->pGroups) return chain;
+    std::vector<VkGraphicsShaderGroupCreateInfoNV> copies(groups->pGroups, groups->pGroups + groups->groupCount);
+    bool changed = false;
+    for (VkGraphicsShaderGroupCreateInfoNV& group : copies) {
+      const VkPipelineShaderStageCreateInfo* stages = RewriteStages(group.pStages, group.stageCount, where);
+      if (!stages) return nullptr;
+      changed |= stages != group.pStages;
+      group.pStages = stages;
+    }
+    if (!changed) return chain;
+    auto* replacement = chains_.Own(*groups);
+    replacement->pGroups = groupArrays_.emplace_back(std::move(copies)).data();
+    const void* out = nullptr;
+    VkStructureType unknown = VK_STRUCTURE_TYPE_MAX_ENUM;
+    if (!chains_.Copy(chain, VK_STRUCTURE_TYPE_MAX_ENUM, &out, reinterpret_cast<const VkBaseInStructure*>(replacement),
+                      &unknown)) {
+      Log(device_.instance, LogLevel::Error,
+          std::string(where) + ": structure sType " + std::to_string(static_cast<int64_t>(unknown)) +
+              " is chained before VkGraphicsPipelineShaderGroupsCreateInfoNV and unknown to the layer, so the "
+              "groups' stages cannot be replaced by their lowered code");
+      Failed(VK_ERROR_UNKNOWN);
+      return nullptr;
+    }
+    return out;
+  }
+
   VkResult result() const { return result_; }
 
  private:
@@ -386,6 +417,7 @@ class StageRewriter {
   ChainCopy chains_;
   std::vector<std::shared_ptr<const CachedLowering>> code_;
   std::vector<std::vector<VkPipelineShaderStageCreateInfo>> stageArrays_;
+  std::vector<std::vector<VkGraphicsShaderGroupCreateInfoNV>> groupArrays_;
   std::vector<VkShaderModule> temporaryModules_;
 };
 
@@ -508,8 +540,12 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipeli
     return data->dispatch.CreateGraphicsPipelines(device, cache, count, pCreateInfos, pAllocator, pPipelines);
   StageRewriter rewriter(*data);
   std::vector<VkGraphicsPipelineCreateInfo> infos(pCreateInfos, pCreateInfos + count);
-  for (VkGraphicsPipelineCreateInfo& info : infos)
+  for (VkGraphicsPipelineCreateInfo& info : infos) {
     if (!RewriteStagesOf(rewriter, info, "vkCreateGraphicsPipelines")) return FailAll(count, pPipelines, rewriter.result());
+    const void* next = rewriter.RewriteShaderGroupsNV(info.pNext, "vkCreateGraphicsPipelines");
+    if (info.pNext && !next) return FailAll(count, pPipelines, rewriter.result());
+    info.pNext = next;
+  }
   return data->dispatch.CreateGraphicsPipelines(device, cache, count, infos.data(), pAllocator, pPipelines);
 }
 
@@ -537,6 +573,21 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkD
   const VkResult result =
       data->dispatch.CreateRayTracingPipelinesKHR(device, VK_NULL_HANDLE, cache, count, infos.data(), pAllocator, pPipelines);
   return result == VK_SUCCESS ? VK_OPERATION_NOT_DEFERRED_KHR : result;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice device, VkPipelineCache cache, uint32_t count,
+                                                           const VkRayTracingPipelineCreateInfoNV* pCreateInfos,
+                                                           const VkAllocationCallbacks* pAllocator, VkPipeline* pPipelines) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return VK_ERROR_DEVICE_LOST;
+  if (!data->emulating)
+    return data->dispatch.CreateRayTracingPipelinesNV(device, cache, count, pCreateInfos, pAllocator, pPipelines);
+  StageRewriter rewriter(*data);
+  std::vector<VkRayTracingPipelineCreateInfoNV> infos(pCreateInfos, pCreateInfos + count);
+  for (VkRayTracingPipelineCreateInfoNV& info : infos)
+    if (!RewriteStagesOf(rewriter, info, "vkCreateRayTracingPipelinesNV"))
+      return FailAll(count, pPipelines, rewriter.result());
+  return data->dispatch.CreateRayTracingPipelinesNV(device, cache, count, infos.data(), pAllocator, pPipelines);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice device, const VkPipelineBinaryCreateInfoKHR* pCreateInfo,

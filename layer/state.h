@@ -48,6 +48,7 @@ struct DeviceDispatch {
   PFN_vkCreateShadersEXT CreateShadersEXT = nullptr;
   PFN_vkDestroyShaderModule DestroyShaderModule = nullptr;
   PFN_vkCreateRayTracingPipelinesKHR CreateRayTracingPipelinesKHR = nullptr;
+  PFN_vkCreateRayTracingPipelinesNV CreateRayTracingPipelinesNV = nullptr;
   PFN_vkGetShaderModuleCreateInfoIdentifierEXT GetShaderModuleCreateInfoIdentifierEXT = nullptr;
   PFN_vkCreatePipelineBinariesKHR CreatePipelineBinariesKHR = nullptr;
   PFN_vkGetPipelineKeyKHR GetPipelineKeyKHR = nullptr;

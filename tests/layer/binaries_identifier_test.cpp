@@ -141,3 +141,74 @@ TEST_CASE("review 6: pipeline keys and pipeline binaries get the lowered stage c
   vkDestroyPipelineLayout(b.device.handle(), layout, nullptr);
   vkDestroyDescriptorSetLayout(b.device.handle(), setLayout, nullptr);
 }
+
+TEST_CASE("review 6: ray-tracing stages and NV shader-group stages get the lowered code", "[layer][review]") {
+  // The fake records the SPIR-V chained into every stage it receives and creates
+  // nothing; each way must hand it lowered code (the EXT original declares 5438).
+  ScopedEnv path = FakeDriverOnPath();
+  ScopedEnv stagesOnly("FAKE_DRIVER_STAGES", "1");
+  const std::string record = TempPath("record-stages.bin");
+  std::filesystem::remove(record);
+  ScopedEnv recording("FAKE_DRIVER_RECORD", record);
+  Instance instance(InstanceOptions{.layersBelow = {kFakeDriverLayer}});
+  Device device(instance, DeviceOptions{.extraExtensions = {VK_NV_RAY_TRACING_EXTENSION_NAME,
+                                                            VK_NV_DEVICE_GENERATED_COMMANDS_EXTENSION_NAME,
+                                                            VK_KHR_RAY_TRACING_PIPELINE_EXTENSION_NAME,
+                                                            VK_KHR_ACCELERATION_STRUCTURE_EXTENSION_NAME,
+                                                            VK_KHR_DEFERRED_HOST_OPERATIONS_EXTENSION_NAME}});
+  REQUIRE(device.ok());
+  const VkDevice d = device.handle();
+
+  const std::vector<uint32_t> words = Shader("get_coordinate.spirv1.6.spv");
+  REQUIRE(DeclaresCapability(words, 5438));
+  VkShaderModuleCreateInfo code{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  code.codeSize = words.size() * 4;
+  code.pCode = words.data();
+  auto stage = [&](VkShaderStageFlagBits bit) {
+    VkPipelineShaderStageCreateInfo s{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, &code};
+    s.stage = bit;
+    s.pName = "main";
+    return s;
+  };
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  size_t stages = 1;  // stages the way hands down
+
+  SECTION("vkCreateRayTracingPipelinesKHR") {
+    auto create = reinterpret_cast<PFN_vkCreateRayTracingPipelinesKHR>(vkGetDeviceProcAddr(d, "vkCreateRayTracingPipelinesKHR"));
+    REQUIRE(create);
+    const VkPipelineShaderStageCreateInfo raygen = stage(VK_SHADER_STAGE_RAYGEN_BIT_KHR);
+    VkRayTracingPipelineCreateInfoKHR info{VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR};
+    info.stageCount = 1;
+    info.pStages = &raygen;
+    CHECK(create(d, VK_NULL_HANDLE, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+  }
+  SECTION("vkCreateRayTracingPipelinesNV") {
+    auto create = reinterpret_cast<PFN_vkCreateRayTracingPipelinesNV>(vkGetDeviceProcAddr(d, "vkCreateRayTracingPipelinesNV"));
+    REQUIRE(create);
+    const VkPipelineShaderStageCreateInfo raygen = stage(VK_SHADER_STAGE_RAYGEN_BIT_NV);
+    VkRayTracingPipelineCreateInfoNV info{VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_NV};
+    info.stageCount = 1;
+    info.pStages = &raygen;
+    CHECK(create(d, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+  }
+  SECTION("VkGraphicsPipelineShaderGroupsCreateInfoNV") {
+    const VkPipelineShaderStageCreateInfo vertex[2] = {stage(VK_SHADER_STAGE_VERTEX_BIT), stage(VK_SHADER_STAGE_VERTEX_BIT)};
+    VkGraphicsShaderGroupCreateInfoNV group{VK_STRUCTURE_TYPE_GRAPHICS_SHADER_GROUP_CREATE_INFO_NV};
+    group.stageCount = 1;
+    group.pStages = &vertex[1];
+    VkGraphicsPipelineShaderGroupsCreateInfoNV groups{VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV};
+    groups.groupCount = 1;
+    groups.pGroups = &group;
+    VkGraphicsPipelineCreateInfo info{VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, &groups};
+    info.stageCount = 1;
+    info.pStages = &vertex[0];
+    CHECK(vkCreateGraphicsPipelines(d, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+    CHECK(group.pStages == &vertex[1]);  // the app's structures are not written
+    stages = 2;
+  }
+  CHECK(pipeline == VK_NULL_HANDLE);
+  const auto recorded = ReadRecord(record);
+  CHECK(recorded.size() == stages);
+  for (const RecordedModule& m : recorded) CheckLowered(m.words);
+  std::filesystem::remove(record);
+}

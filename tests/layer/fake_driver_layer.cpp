@@ -14,6 +14,11 @@
 //                              identifiers and pipeline keys hash the SPIR-V the fake
 //                              receives (which FAKE_DRIVER_RECORD records too), and
 //                              vkCreatePipelineBinariesKHR says VK_PIPELINE_BINARY_MISSING_KHR
+//   FAKE_DRIVER_STAGES=1       list VK_NV_ray_tracing and VK_NV_device_generated_commands;
+//                              vkCreateGraphicsPipelines and vkCreateRayTracingPipelines
+//                              KHR/NV record the SPIR-V chained into every stage (and
+//                              every NV shader group's stage) and create nothing
+//                              (VK_ERROR_FEATURE_NOT_PRESENT)
 //   FAKE_DRIVER_NO_PROPERTIES2=1  vkGetPhysicalDeviceProperties2(KHR) are not offered,
 //                              as on a 1.0 instance without the KHR extension
 // and the faults and object accounting of fake_driver_faults.h.
@@ -44,12 +49,17 @@ std::vector<const char*> FakeExtensions() {
     names.push_back(VK_KHR_PIPELINE_BINARY_EXTENSION_NAME);
     names.push_back(VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME);
   }
+  if (Env("FAKE_DRIVER_STAGES")) {
+    names.push_back(VK_NV_RAY_TRACING_EXTENSION_NAME);
+    names.push_back(VK_NV_DEVICE_GENERATED_COMMANDS_EXTENSION_NAME);
+  }
   return names;
 }
 
 bool IsFakeExtension(const char* name) {
   for (const char* fake : {VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME,
-                           VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME})
+                           VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME, VK_NV_RAY_TRACING_EXTENSION_NAME,
+                           VK_NV_DEVICE_GENERATED_COMMANDS_EXTENSION_NAME})
     if (std::strcmp(name, fake) == 0) return true;
   return false;
 }
@@ -98,7 +108,7 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
   auto next = InstanceFn<PFN_vkEnumerateDeviceExtensionProperties>(pd, "vkEnumerateDeviceExtensionProperties");
   if (!layer)
     if (const VkResult fault = FakeFault("EnumerateDeviceExtensionProperties"); fault != VK_SUCCESS) return fault;
-  if (layer || !(Env("FAKE_DRIVER_NATIVE_EXT") || Env("FAKE_DRIVER_BINARIES"))) return next(pd, layer, count, props);
+  if (layer || FakeExtensions().empty()) return next(pd, layer, count, props);
   uint32_t n = 0;
   next(pd, nullptr, &n, nullptr);
   std::vector<VkExtensionProperties> list(n);
@@ -319,7 +329,60 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
   return n.gipa(instance, name);
 }
 
+// FAKE_DRIVER_STAGES: what a pipeline's stages would hand a compiler.
+void RecordStages(const VkPipelineShaderStageCreateInfo* stages, uint32_t count) {
+  for (uint32_t i = 0; stages && i < count; ++i)
+    for (auto* s = static_cast<const VkBaseInStructure*>(stages[i].pNext); s; s = s->pNext)
+      if (s->sType == VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO) {
+        const auto* code = reinterpret_cast<const VkShaderModuleCreateInfo*>(s);
+        Record(code->pCode, code->codeSize);
+      }
+}
+
+VkResult NoPipelines(uint32_t count, VkPipeline* pipelines) {
+  for (uint32_t i = 0; i < count; ++i) pipelines[i] = VK_NULL_HANDLE;
+  return VK_ERROR_FEATURE_NOT_PRESENT;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL RecordGraphicsPipelines(VkDevice, VkPipelineCache, uint32_t count,
+                                                       const VkGraphicsPipelineCreateInfo* infos,
+                                                       const VkAllocationCallbacks*, VkPipeline* pipelines) {
+  for (uint32_t i = 0; i < count; ++i) {
+    RecordStages(infos[i].pStages, infos[i].stageCount);
+    for (auto* s = static_cast<const VkBaseInStructure*>(infos[i].pNext); s; s = s->pNext)
+      if (s->sType == VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_SHADER_GROUPS_CREATE_INFO_NV) {
+        const auto* groups = reinterpret_cast<const VkGraphicsPipelineShaderGroupsCreateInfoNV*>(s);
+        for (uint32_t g = 0; g < groups->groupCount; ++g)
+          RecordStages(groups->pGroups[g].pStages, groups->pGroups[g].stageCount);
+      }
+  }
+  return NoPipelines(count, pipelines);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL RecordRayTracingPipelinesKHR(VkDevice, VkDeferredOperationKHR, VkPipelineCache, uint32_t count,
+                                                            const VkRayTracingPipelineCreateInfoKHR* infos,
+                                                            const VkAllocationCallbacks*, VkPipeline* pipelines) {
+  for (uint32_t i = 0; i < count; ++i) RecordStages(infos[i].pStages, infos[i].stageCount);
+  return NoPipelines(count, pipelines);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL RecordRayTracingPipelinesNV(VkDevice, VkPipelineCache, uint32_t count,
+                                                           const VkRayTracingPipelineCreateInfoNV* infos,
+                                                           const VkAllocationCallbacks*, VkPipeline* pipelines) {
+  for (uint32_t i = 0; i < count; ++i) RecordStages(infos[i].pStages, infos[i].stageCount);
+  return NoPipelines(count, pipelines);
+}
+
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name) {
+  if (Env("FAKE_DRIVER_STAGES")) {
+    struct { const char* name; PFN_vkVoidFunction fn; } recorded[] = {
+        {"vkCreateGraphicsPipelines", reinterpret_cast<PFN_vkVoidFunction>(&RecordGraphicsPipelines)},
+        {"vkCreateRayTracingPipelinesKHR", reinterpret_cast<PFN_vkVoidFunction>(&RecordRayTracingPipelinesKHR)},
+        {"vkCreateRayTracingPipelinesNV", reinterpret_cast<PFN_vkVoidFunction>(&RecordRayTracingPipelinesNV)},
+    };
+    for (auto& e : recorded)
+      if (std::strcmp(e.name, name) == 0) return e.fn;
+  }
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
   if (std::strcmp(name, "vkCreateShaderModule") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule);
   if (Env("FAKE_DRIVER_BINARIES")) {
