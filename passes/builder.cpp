@@ -2,6 +2,8 @@
 // splitting and structured counted loops.
 #include "lowering.h"
 
+#include <algorithm>
+
 namespace coopmat {
 
 std::string Describe(const ir::Instruction& inst) {
@@ -50,19 +52,41 @@ void Builder::EmitVoid(spv::Op op, std::vector<uint32_t> operands) {
 }
 
 uint32_t Builder::Variable(uint32_t type) {
-  auto& entry = function_.blocks.front().instructions;
-  size_t position = 1;
-  for (size_t i = 1; i < entry.size(); ++i) {
-    if (entry[i].opcode == spv::Op::OpVariable) position = i + 1;
-    else if (entry[i].opcode != spv::Op::OpLine && entry[i].opcode != spv::Op::OpNoLine) break;
-  }
   const uint32_t pointer = context_.types.Pointer(spv::StorageClass::Function, type);
   const uint32_t id = context_.module.TakeId();
-  entry.insert(entry.begin() + static_cast<ptrdiff_t>(position),
-               ir::Instruction(spv::Op::OpVariable, pointer, id, {static_cast<uint32_t>(spv::StorageClass::Function)}));
+  context_.newVariables.emplace_back(spv::Op::OpVariable, pointer, id,
+                                     std::vector<uint32_t>{static_cast<uint32_t>(spv::StorageClass::Function)});
   context_.types.SetTypeOf(id, pointer);
-  if (block_ == 0 && index_ >= position) ++index_;
   return id;
+}
+
+// The labels a block terminator branches to.
+std::vector<uint32_t> Successors(const ir::Instruction& terminator) {
+  switch (terminator.opcode) {
+    case spv::Op::OpBranch: return {terminator.Operand(0)};
+    case spv::Op::OpBranchConditional: return {terminator.Operand(1), terminator.Operand(2)};
+    case spv::Op::OpSwitch: {
+      std::vector<uint32_t> labels{terminator.Operand(1)};
+      for (size_t i = 3; i < terminator.operands.size(); i += 2) labels.push_back(terminator.operands[i]);
+      return labels;
+    }
+    default: return {};
+  }
+}
+
+void RetargetPhis(ir::Function& function, const ir::Instruction& terminator, uint32_t from, uint32_t to) {
+  // A predecessor's label appears only in its successors' OpPhis, at their tops.
+  const std::vector<uint32_t> successors = Successors(terminator);
+  if (successors.empty()) return;
+  for (ir::Block& block : function.blocks) {
+    if (std::find(successors.begin(), successors.end(), block.Label()) == successors.end()) continue;
+    for (ir::Instruction& inst : block.instructions) {
+      if (inst.opcode == spv::Op::OpLabel || inst.opcode == spv::Op::OpLine || inst.opcode == spv::Op::OpNoLine) continue;
+      if (inst.opcode != spv::Op::OpPhi) break;
+      for (size_t i = 1; i < inst.operands.size(); i += 2)
+        if (inst.operands[i] == from) inst.operands[i] = to;
+    }
+  }
 }
 
 uint32_t Builder::SplitBlock() {
@@ -78,13 +102,12 @@ uint32_t Builder::SplitBlock() {
                            std::make_move_iterator(current.instructions.begin() + static_cast<ptrdiff_t>(index_)),
                            std::make_move_iterator(current.instructions.end()));
   current.instructions.erase(current.instructions.begin() + static_cast<ptrdiff_t>(index_), current.instructions.end());
+  const bool movedTerminator = tail.instructions.size() > 1;
   function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1, std::move(tail));
-  // The terminator moved: successors now come from the tail block.
-  for (ir::Block& block : function_.blocks)
-    for (ir::Instruction& inst : block.instructions)
-      if (inst.opcode == spv::Op::OpPhi)
-        for (size_t i = 1; i < inst.operands.size(); i += 2)
-          if (inst.operands[i] == oldLabel) inst.operands[i] = newLabel;
+  // The terminator moved: successors now come from the tail block. (Emitting at the
+  // end of a block being rebuilt moves nothing; LowerFunction retargets once instead.)
+  if (movedTerminator)
+    RetargetPhis(function_, function_.blocks[block_ + 1].instructions.back(), oldLabel, newLabel);
   return newLabel;
 }
 

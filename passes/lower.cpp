@@ -125,6 +125,31 @@ size_t PreambleStart(const ir::Module& m, const std::vector<ir::Instruction>& en
   return start;
 }
 
+// One operation at the cursor `at`, by the lowering of its own file in passes/.
+void LowerOperation(Context& c, FunctionState& fs, const ir::Function& function, Builder& at, const ir::Instruction& inst) {
+  OperationReport report = ReportOperation(c, function, inst);
+  c.scratch.StartRequestCount();
+  const auto begin = std::chrono::steady_clock::now();
+  const bool registers = TakesRegisterPath(c, inst);
+  auto lower = [&](Builder& cursor, const ir::Instruction& op) {
+    switch (op.opcode) {
+      case spv::Op::OpCooperativeMatrixGetCoordinateEXT: LowerGetCoordinate(cursor, fs, op); break;
+      case spv::Op::OpCooperativeMatrixPerElementOpEXT: LowerPerElement(cursor, fs, op); break;
+      case spv::Op::OpCooperativeMatrixReduceEXT:
+        if (registers) LowerReduceInRegisters(cursor, fs, op);
+        else LowerReduce(cursor, fs, op);
+        break;
+      default: LowerConversion(cursor, fs, op); break;
+    }
+  };
+  if (registers) LowerForEachSubgroupSize(at, inst, lower);
+  else lower(at, inst);
+  report.microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
+  report.scratchBytes = c.scratch.requestedBytes;
+  report.scratchSpecialized = c.scratch.requestedSpecialized;
+  c.reports.push_back(std::move(report));
+}
+
 void LowerFunction(Context& c, ir::Function& function) {
   std::vector<CoopMatType> coordinateTypes;
   bool any = false, portable = false;
@@ -158,46 +183,51 @@ void LowerFunction(Context& c, ir::Function& function) {
   if (learns != c.entryLearns.end())
     for (const CoopMatType& type : learns->second) LearnPrivateCoordinates(b, fs, type);
 
-  // Lower in order, continuing after each replacement.
+  // Lower in order. A block with something to lower is rebuilt: its instructions
+  // from the cursor on are taken out and appended again one by one, each operation
+  // lowered at the end of the block being built, so that no code is inserted into
+  // the middle of a long block (which made lowering quadratic in the block size).
   size_t blockIndex = b.block(), index = b.index();
   while (blockIndex < function.blocks.size()) {
-    auto& list = function.blocks[blockIndex].instructions;
-    if (index >= list.size()) {
+    std::vector<ir::Instruction>& list = function.blocks[blockIndex].instructions;
+    if (std::none_of(list.begin() + static_cast<ptrdiff_t>(std::min(index, list.size())), list.end(),
+                     [&](const ir::Instruction& inst) { return NeedsLowering(c, inst); })) {
       ++blockIndex;
       index = 0;
       continue;
     }
-    if (!NeedsLowering(c, list[index])) {
-      ++index;
-      continue;
-    }
-    const ir::Instruction inst = list[index];
-    list.erase(list.begin() + static_cast<ptrdiff_t>(index));
-    Builder at(c, function, blockIndex, index);
-    OperationReport report = ReportOperation(c, function, inst);
-    c.scratch.StartRequestCount();
-    const auto begin = std::chrono::steady_clock::now();
-    const bool registers = TakesRegisterPath(c, inst);
-    auto lower = [&](Builder& cursor, const ir::Instruction& op) {
-      switch (op.opcode) {
-        case spv::Op::OpCooperativeMatrixGetCoordinateEXT: LowerGetCoordinate(cursor, fs, op); break;
-        case spv::Op::OpCooperativeMatrixPerElementOpEXT: LowerPerElement(cursor, fs, op); break;
-        case spv::Op::OpCooperativeMatrixReduceEXT:
-          if (registers) LowerReduceInRegisters(cursor, fs, op);
-          else LowerReduce(cursor, fs, op);
-          break;
-        default: LowerConversion(cursor, fs, op); break;
+    const uint32_t label = function.blocks[blockIndex].Label();
+    std::vector<ir::Instruction> rest(std::make_move_iterator(list.begin() + static_cast<ptrdiff_t>(index)),
+                                      std::make_move_iterator(list.end()));
+    list.erase(list.begin() + static_cast<ptrdiff_t>(index), list.end());
+    size_t cursor = blockIndex;  // the block being built: the last one an operation's code left open
+    for (ir::Instruction& inst : rest) {
+      if (!NeedsLowering(c, inst)) {
+        function.blocks[cursor].instructions.push_back(std::move(inst));
+        continue;
       }
-    };
-    if (registers) LowerForEachSubgroupSize(at, inst, lower);
-    else lower(at, inst);
-    report.microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
-    report.scratchBytes = c.scratch.requestedBytes;
-    report.scratchSpecialized = c.scratch.requestedSpecialized;
-    c.reports.push_back(std::move(report));
-    blockIndex = at.block();
-    index = at.index();
+      Builder at(c, function, cursor, function.blocks[cursor].instructions.size());
+      LowerOperation(c, fs, function, at, inst);
+      cursor = at.block();
+      if (at.index() != function.blocks[cursor].instructions.size()) Fail("internal error: lowering left the cursor mid-block");
+    }
+    // The block's terminator now ends the last block built: its successors' OpPhis
+    // name that block instead.
+    if (cursor != blockIndex && !function.blocks[cursor].instructions.empty())
+      RetargetPhis(function, function.blocks[cursor].instructions.back(), label, function.blocks[cursor].Label());
+    blockIndex = cursor + 1;
+    index = 0;
   }
+  // The Function variables the lowerings made, with the entry block's own.
+  std::vector<ir::Instruction>& entry = function.blocks.front().instructions;
+  size_t position = 1;
+  for (size_t i = 1; i < entry.size(); ++i) {
+    if (entry[i].opcode == spv::Op::OpVariable) position = i + 1;
+    else if (entry[i].opcode != spv::Op::OpLine && entry[i].opcode != spv::Op::OpNoLine) break;
+  }
+  entry.insert(entry.begin() + static_cast<ptrdiff_t>(position), std::make_move_iterator(c.newVariables.begin()),
+               std::make_move_iterator(c.newVariables.end()));
+  c.newVariables.clear();
 }
 
 template <typename Pred>

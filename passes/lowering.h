@@ -130,6 +130,9 @@ struct Context {
   // A lowered operation touched a matrix type with specialization-constant shape or Use.
   bool dependsOnSpecialization = false;
   std::vector<OperationReport> reports;  // one per lowered operation, in order
+  // OpVariables made by Builder::Variable for the function being lowered; LowerFunction
+  // puts them into its entry block once, instead of one insertion each.
+  std::vector<ir::Instruction> newVariables;
 
   Context(ir::Module& m, TypeManager& t, const LowerOptions& o, LowerStats& s)
       : module(m), types(t), options(o), stats(s), scratch(*this) {}
@@ -156,6 +159,10 @@ struct FunctionState {
 };
 
 // Inserts instructions at a cursor inside one function and builds structured loops.
+// Renames the predecessor `from` to `to` in the OpPhis of the blocks `terminator`
+// branches to (the terminator of a block that is now labelled `to`).
+void RetargetPhis(ir::Function& function, const ir::Instruction& terminator, uint32_t from, uint32_t to);
+
 class Builder {
  public:
   Builder(Context& context, ir::Function& function, size_t block, size_t index)
@@ -169,7 +176,8 @@ class Builder {
   // Emits an instruction with a result; returns its id (resultId when non-zero).
   uint32_t Emit(spv::Op op, uint32_t type, std::vector<uint32_t> operands, uint32_t resultId = 0);
   void EmitVoid(spv::Op op, std::vector<uint32_t> operands);
-  // A Function-storage variable of `type`, placed with the entry block's variables.
+  // A Function-storage variable of `type`; it joins the entry block's variables when
+  // the function is done (Context::newVariables).
   uint32_t Variable(uint32_t type);
 
   // switch (selector) { case values[k]: body(k) } as a structured selection whose
