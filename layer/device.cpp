@@ -91,6 +91,8 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
   LowerOptions options;
   options.minSubgroupSize = info.minSubgroupSize;
   options.maxSharedMemoryBytes = info.maxComputeSharedMemorySize;
+  options.maxTaskSharedMemoryBytes = info.maxTaskSharedMemorySize;
+  options.maxMeshSharedMemoryBytes = info.maxMeshSharedMemorySize;
   auto addFrom = [&](const char* command, auto structType, auto entry) {
     using Entry = decltype(entry);
     using Query = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, Entry*);
@@ -152,7 +154,8 @@ uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physi
     instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
     h.Add(std::span(id.deviceUUID)).Add(std::span(id.driverUUID)).Add(properties.properties.driverVersion);
   }
-  h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
+  h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.maxTaskSharedMemoryBytes);
+  h.Add(options.maxMeshSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
   h.Add(options.registerMovesWithShuffles).Add(options.subgroupExtendedTypes);
   for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);
   for (const LinearLayout& layout : options.layouts) h.Add(FormatLayout(layout));

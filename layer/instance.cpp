@@ -113,7 +113,14 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
     info.subgroupSizeControl = VK_API_VERSION_MINOR(properties.apiVersion) >= 3 ||
                                Contains(extensions, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
     if (info.subgroupSizeControl) subgroup.pNext = &sizeControl;
+    VkPhysicalDeviceMeshShaderPropertiesEXT mesh{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_PROPERTIES_EXT};
+    if (Contains(extensions, VK_EXT_MESH_SHADER_EXTENSION_NAME)) {
+      mesh.pNext = properties2.pNext;
+      properties2.pNext = &mesh;
+    }
     instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties2);
+    info.maxTaskSharedMemorySize = mesh.maxTaskSharedMemorySize;
+    info.maxMeshSharedMemorySize = mesh.maxMeshSharedMemorySize;
     info.subgroupSize = std::max(1u, subgroup.subgroupSize);
     info.subgroupOperations = subgroup.supportedOperations;
     info.subgroupStages = subgroup.supportedStages;

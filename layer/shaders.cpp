@@ -172,10 +172,13 @@ PreparedModule PrepareModule(const DeviceData& device, const void* code, size_t 
           std::to_string(lowered.stats.registerPath) + " in registers), " + std::to_string(lowered.stats.wordsIn) +
           " -> " + std::to_string(lowered.stats.wordsOut) + " words in " +
           std::to_string(static_cast<long long>(lowered.stats.microseconds)) + " us" +
-          (lowered.dependsOnSpecialization ? "; shapes depend on specialization: lowered again per pipeline" : ""));
+          (lowered.dependsOnSpecialization ? "; shapes depend on specialization: lowered again per pipeline" : "") +
+          (lowered.dependsOnSubgroupSize ? "; the scratch fits only at larger subgroup sizes: lowered again per pipeline"
+                                         : ""));
   prepared.replaced = true;
   prepared.words = std::move(lowered.words);
-  prepared.dependsOnSpecialization = lowered.dependsOnSpecialization;
+  // Either way the pipeline's facts decide: the module is kept and lowered per stage.
+  prepared.dependsOnSpecialization = lowered.dependsOnSpecialization || lowered.dependsOnSubgroupSize;
   return prepared;
 }
 

@@ -73,6 +73,8 @@ struct PhysicalDeviceInfo {
   uint32_t maxSubgroupSize = 0;
   bool subgroupSizeControl = false;
   uint32_t maxComputeSharedMemorySize = 0;
+  uint32_t maxTaskSharedMemorySize = 0;  // VK_EXT_mesh_shader; 0 without it
+  uint32_t maxMeshSharedMemorySize = 0;
   VkSubgroupFeatureFlags subgroupOperations = 0;  // in subgroupStages
   VkShaderStageFlags subgroupStages = 0;
 };

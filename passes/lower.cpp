@@ -345,6 +345,7 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   CheckNoLeftovers(module);
   CheckWordCounts(module);
   result.dependsOnSpecialization = c.dependsOnSpecialization;
+  result.dependsOnSubgroupSize = c.dependsOnSubgroupSize;
   result.operations = std::move(c.reports);
   result.words = ir::Emit(module);
   result.stats.wordsOut = result.words.size();

@@ -74,6 +74,7 @@ class Scratch {
 
  private:
   uint32_t MemoryOperandsMask() const;
+  uint64_t SharedMemoryLimit() const;
   struct Context& context_;
   uint32_t variable_ = 0;
   uint32_t wordsPerSlice_ = 0;
@@ -129,6 +130,7 @@ struct Context {
   uint32_t activeSubgroupSize = 0;
   // A lowered operation touched a matrix type with specialization-constant shape or Use.
   bool dependsOnSpecialization = false;
+  bool dependsOnSubgroupSize = false;  // LowerResult::dependsOnSubgroupSize
   std::vector<OperationReport> reports;  // one per lowered operation, in order
   // OpVariables made by Builder::Variable for the function being lowered; LowerFunction
   // puts them into its entry block once, instead of one insertion each.

@@ -106,6 +106,25 @@ uint32_t LocalSizeInvocations(const ir::Instruction& entry, const ir::Instructio
 
 }  // namespace
 
+// The shared-memory limit that holds for every entry point given the scratch: the
+// compute limit, or the task/mesh one (VK_EXT_mesh_shader) where such an entry point is.
+uint64_t Scratch::SharedMemoryLimit() const {
+  const LowerOptions& o = context_.options;
+  uint64_t limit = o.maxSharedMemoryBytes;
+  auto apply = [&](uint32_t stageLimit) {
+    if (stageLimit && (!limit || stageLimit < limit)) limit = stageLimit;
+  };
+  for (const ir::Instruction& entry : context_.module.entryPoints)
+    switch (static_cast<spv::ExecutionModel>(entry.Operand(0))) {
+      case spv::ExecutionModel::TaskNV:
+      case spv::ExecutionModel::TaskEXT: apply(o.maxTaskSharedMemoryBytes); break;
+      case spv::ExecutionModel::MeshNV:
+      case spv::ExecutionModel::MeshEXT: apply(o.maxMeshSharedMemoryBytes); break;
+      default: break;
+    }
+  return limit;
+}
+
 bool IsComputeLikeModel(uint32_t model) {
   switch (static_cast<spv::ExecutionModel>(model)) {
     case spv::ExecutionModel::GLCompute:
@@ -452,10 +471,15 @@ void Scratch::Finalize() {
     }
   }
   if (!invocations) Fail("the lowering needs Workgroup scratch but the module has no compute entry point");
-  const uint32_t minSubgroup = std::max<uint32_t>(context_.options.minSubgroupSize, 1);
-  const uint32_t slices = t.SpecOp(t.Uint(), spv::Op::OpUDiv,
-                                   {t.SpecOp(t.Uint(), spv::Op::OpIAdd, {invocations, t.UintConstant(minSubgroup - 1)}),
-                                    t.UintConstant(minSubgroup)});
+  // One slice per subgroup the workgroup can have: at the pipeline's smallest size.
+  const std::vector<uint32_t>& sizes = context_.options.subgroupSizes;
+  const uint32_t minSubgroup =
+      std::max<uint32_t>(sizes.empty() ? context_.options.minSubgroupSize : *std::min_element(sizes.begin(), sizes.end()), 1);
+  auto slicesAt = [&](uint32_t size) {
+    return t.SpecOp(t.Uint(), spv::Op::OpUDiv,
+                    {t.SpecOp(t.Uint(), spv::Op::OpIAdd, {invocations, t.UintConstant(size - 1)}), t.UintConstant(size)});
+  };
+  const uint32_t slices = slicesAt(minSubgroup);
   const uint32_t length = t.SpecOp(t.Uint(), spv::Op::OpIMul, {slices, words});
   if (auto constantLength = t.ConstantValue(length); constantLength && *constantLength == 0)
     Fail("the Workgroup scratch would have 0 words (a workgroup of 0 invocations?)");
@@ -475,20 +499,34 @@ void Scratch::Finalize() {
   t.AddGlobal(ir::Instruction(spv::Op::OpVariable, pointer, variable_, {static_cast<uint32_t>(spv::StorageClass::Workgroup)}));
 
   if (auto w = t.ConstantValue(words)) context_.stats.scratchBytesPerSubgroup = *w * 4;
-  if (auto total = t.ConstantValue(length); total && context_.options.maxSharedMemoryBytes) {
-    const std::unordered_map<uint32_t, uint64_t> sizes = TypeSizes(m, t);
+  const uint64_t limit = SharedMemoryLimit();
+  if (auto total = t.ConstantValue(length); total && limit) {
+    const std::unordered_map<uint32_t, uint64_t> sizesOfTypes = TypeSizes(m, t);
     uint64_t own = 0;
     for (const ir::Instruction& g : m.globals)
       if (g.opcode == spv::Op::OpVariable && g.resultId != variable_ &&
           g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup)) {
         const ir::Instruction* p = t.GlobalDef(g.typeId);
-        if (auto size = p ? sizes.find(p->Operand(1)) : sizes.end(); size != sizes.end()) own = SaturatingAdd(own, size->second);
+        if (auto size = p ? sizesOfTypes.find(p->Operand(1)) : sizesOfTypes.end(); size != sizesOfTypes.end())
+          own = SaturatingAdd(own, size->second);
       }
     const uint64_t ours = uint64_t{*total} * 4;
-    if (SaturatingAdd(own, ours) > context_.options.maxSharedMemoryBytes)
-      Fail("the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" + std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) +
-           " subgroup slices of " + std::to_string(*t.ConstantValue(words) * 4) + " bytes) on top of the module's own " +
-           std::to_string(own) + " bytes, more than maxSharedMemoryBytes " + std::to_string(context_.options.maxSharedMemoryBytes));
+    if (SaturatingAdd(own, ours) > limit) {
+      // At module time a pipeline may still run at a larger size, with fewer slices:
+      // leave the check to the pipeline-time lowering, which knows its size.
+      const uint32_t largest = sizes.empty() ? minSubgroup : *std::max_element(sizes.begin(), sizes.end());
+      const auto fewest = t.ConstantValue(slicesAt(largest));
+      if (context_.options.specializationPending && largest > minSubgroup && fewest &&
+          SaturatingAdd(own, uint64_t{*fewest} * *t.ConstantValue(words) * 4) <= limit) {
+        context_.dependsOnSubgroupSize = true;
+      } else {
+        Fail("the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" +
+             std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) + " subgroup slices of " +
+             std::to_string(*t.ConstantValue(words) * 4) + " bytes, at subgroup size " + std::to_string(minSubgroup) +
+             ") on top of the module's own " + std::to_string(own) + " bytes, more than the " + std::to_string(limit) +
+             " bytes of shared memory the device allows");
+      }
+    }
   }
 
   // Interfaces: Input builtins always, Workgroup variables from SPIR-V 1.4 on.

@@ -74,7 +74,7 @@ TEST_CASE("review 1: 100000 levels of nested arrays cost no stack", "[review][ma
   nested += "%wg_ptr = OpTypePointer Workgroup %n" + std::to_string(kLevels - 1) + "\n%wg_var = OpVariable %wg_ptr Workgroup\n";
   const auto words = Assemble(Edited("reduce", "spirv1.3", "%uint_2 = OpConstant %uint 2\n", nested));
   // 2^100000 words saturate: the module's own memory alone is over the limit.
-  ExpectRefused(coopmat::LowerModule(words, LayerLike()), "more than maxSharedMemoryBytes");
+  ExpectRefused(coopmat::LowerModule(words, LayerLike()), "more than the 65536 bytes of shared memory the device allows");
 }
 
 // Finding 2: 32-bit wraparound of the scratch size.
@@ -106,4 +106,60 @@ TEST_CASE("review 2: slices times words past 32 bits is refused, not wrapped", "
   coopmat::LowerOptions options = LayerLike();
   options.minSubgroupSize = 4;
   ExpectRefused(coopmat::LowerModule(Assemble(text), options), "overflows 32 bits");
+}
+
+namespace {
+
+// reduce.comp with 256 invocations per workgroup: 32 scratch slices at subgroup size 8,
+// 8 at size 32.
+std::vector<uint32_t> Reduce256() {
+  std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.6"));
+  return Assemble(Replaced(text, "LocalSize 8 1 1", "LocalSize 256 1 1"));
+}
+
+}  // namespace
+
+// Finding 23: the scratch was sized for minSubgroupSize slices even when the pipeline's
+// own subgroup size is known, so modules that fit at that size were refused.
+TEST_CASE("review 23: the scratch has one slice per subgroup at the pipeline's smallest size", "[review]") {
+  const std::vector<uint32_t> words = Reduce256();
+  coopmat::LowerOptions options = LayerLike();
+  options.minSubgroupSize = 8;
+  options.maxSharedMemoryBytes = 16384;  // 8 slices fit, 32 do not
+  SECTION("sizes 8..32 possible: refused, naming the size") {
+    options.subgroupSizes = {8, 16, 32};
+    ExpectRefused(coopmat::LowerModule(words, options), "at subgroup size 8");
+  }
+  SECTION("a pipeline required to run at 32: lowered with 8 slices") {
+    options.subgroupSizes = {32};
+    const auto result = coopmat::LowerModule(words, options);
+    ExpectValid(result);
+    CHECK_FALSE(result.dependsOnSubgroupSize);
+  }
+  SECTION("module time, sizes 8..32: lowered, and left for each pipeline to settle") {
+    options.subgroupSizes = {8, 16, 32};
+    options.specializationPending = true;
+    const auto result = coopmat::LowerModule(words, options);
+    REQUIRE(result.ok);
+    CHECK(result.dependsOnSubgroupSize);
+  }
+  SECTION("module time, size 8 only: refused") {
+    options.subgroupSizes = {8};
+    options.specializationPending = true;
+    ExpectRefused(coopmat::LowerModule(words, options), "at subgroup size 8");
+  }
+}
+
+TEST_CASE("review 23: task and mesh entry points are held to their own shared-memory limits", "[review][malformed]") {
+  std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.3"));
+  text = Replaced(text, "OpEntryPoint GLCompute %main", "OpEntryPoint MeshEXT %main");
+  text = Replaced(text, "OpCapability Shader\n", "OpCapability Shader\nOpCapability MeshShadingEXT\n");
+  const std::vector<uint32_t> mesh = Assemble(text);
+  coopmat::LowerOptions options = LayerLike();
+  CHECK(coopmat::LowerModule(mesh, options).ok);  // the compute limit alone: fits
+  options.maxMeshSharedMemoryBytes = 512;
+  ExpectRefused(coopmat::LowerModule(mesh, options), "more than the 512 bytes");
+  options.maxMeshSharedMemoryBytes = 0;
+  options.maxTaskSharedMemoryBytes = 512;  // no task entry point: does not apply
+  CHECK(coopmat::LowerModule(mesh, options).ok);
 }

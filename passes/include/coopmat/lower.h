@@ -58,10 +58,15 @@ struct Specialization {
 
 struct LowerOptions {
   // Smallest subgroup size the pipeline can run with. The portable path slices its
-  // Workgroup scratch per subgroup, so this bounds the number of slices.
+  // Workgroup scratch per subgroup, so this bounds the number of slices (the smallest
+  // of `subgroupSizes` counts instead when those are given).
   uint32_t minSubgroupSize = 8;
   // maxComputeSharedMemorySize of the device; 0 disables the check.
   uint32_t maxSharedMemoryBytes = 0;
+  // maxTaskSharedMemorySize / maxMeshSharedMemorySize (VK_EXT_mesh_shader) for task
+  // and mesh entry points; 0: maxSharedMemoryBytes applies to them too.
+  uint32_t maxTaskSharedMemoryBytes = 0;
+  uint32_t maxMeshSharedMemoryBytes = 0;
   // Run spirv-val on the result and fail if it does not validate.
   bool validate = false;
 
@@ -171,6 +176,10 @@ struct LowerResult {
   // specialization constants: lowering with the pipeline's specialization can check
   // its shapes and may take the register path.
   bool dependsOnSpecialization = false;
+  // With specializationPending: the Workgroup scratch fits the limit only at some of
+  // `subgroupSizes` (fewer, larger subgroups need fewer slices); lowering for the
+  // pipeline's own subgroup size decides.
+  bool dependsOnSubgroupSize = false;
   std::vector<uint32_t> words;  // the rewritten module when ok
   std::string error;            // what failed and where, when !ok
   LowerStats stats;
