@@ -48,7 +48,7 @@ expect_error id-past-bound "$work/bound.spv" "outside the id bound"
 expect_error missing-file "$work/does-not-exist.spv" "cannot open"
 expect_error bad-option "$good" "unknown option" --frobnicate
 expect_error bad-subgroup "$good" "min-subgroup-size" --min-subgroup-size zero
-expect_error shared-limit "$good" "maxSharedMemoryBytes" --max-shared-memory 512
+expect_error shared-limit "$good" "512 bytes of shared memory" --max-shared-memory 512
 
 expect_error bad-properties "$good" "matrix-properties" --matrix-properties 8x8:f16,f16,f32,f32
 expect_error bad-component "$good" "matrix-properties" --matrix-properties 8x8x8:f16,f16,f32,q7
