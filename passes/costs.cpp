@@ -9,7 +9,10 @@
 //   moved element to a ds_bpermute or v_permlane pair with its own index math, so a
 //   gather of 8-16 elements per lane costs far more than one LDS store and load.
 //   Reductions keep their shuffles: there each step is a single DPP/permlane
-//   combine, at RADV's own cost.
+//   combine, at RADV's own cost. 16-bit moves that are an exchange between two
+//   lanes (GFX11 wave32 Acc -> B and transposes to A) take registers on every
+//   family whatever this choice (lower_convert_use.cpp, MovePlan): packed pairs,
+//   one v_permlanex16 per two elements, 65 / 82 against RADV's own 71 / 82.
 // lavapipe: register moves are at parity with its native NV conversions (opbench,
 //   docs/performance.md) and cheaper than the round trip: the default.
 #include "coopmat/lower.h"

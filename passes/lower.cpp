@@ -142,7 +142,7 @@ void LowerOperation(Context& c, FunctionState& fs, const ir::Function& function,
       default: LowerConversion(cursor, fs, op); break;
     }
   };
-  if (registers) LowerForEachSubgroupSize(at, inst, lower);
+  if (registers || ConversionInRegistersAtSomeSize(c, inst)) LowerForEachSubgroupSize(at, inst, lower);
   else lower(at, inst);
   report.microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
   report.scratchBytes = c.scratch.requestedBytes;

@@ -238,6 +238,9 @@ bool TakesRegisterPath(Context& context, const ir::Instruction& inst);
 bool CanLowerReduceInRegisters(Context& context, const ir::Instruction& inst);
 void LowerReduceInRegisters(Builder& b, FunctionState& fs, const ir::Instruction& inst);
 bool ConversionUsesScratch(Context& context, const ir::Instruction& inst);
+// A conversion that takes registers at some of the pipeline's subgroup sizes and the
+// scratch at others: lowered per size (each case of the switch has its own form).
+bool ConversionInRegistersAtSomeSize(Context& context, const ir::Instruction& inst);
 // The fp8 saturation decoration (SaturatedToLargestFloat8NormalConversionEXT): a
 // lowered conversion passes it on to the instructions that now convert (copied to
 // each per-subgroup-size version first); afterwards it is dropped from every id

@@ -263,11 +263,13 @@ uint32_t Shuffle(Builder& b, uint32_t value, uint32_t laneId) {
 // ---- Gather ---------------------------------------------------------------------
 
 bool GatherPlan::NeedsShuffle() const {
+  if (pairs) return true;
   if (!identityLanes) return true;
   return std::any_of(indexSource.begin(), indexSource.end(), [](uint32_t v) { return v != 0; });
 }
 
 bool GatherPlan::DynamicDest() const {
+  if (pairs) return false;
   return std::any_of(laneDestOffset.begin(), laneDestOffset.end(), [](uint32_t v) { return v != 0; });
 }
 
@@ -394,6 +396,48 @@ std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRo
   return plan;
 }
 
+namespace {
+
+uint32_t EmitPairExchange(Builder& b, const FunctionState& fs, const GatherPlan& plan,
+                          const std::function<uint32_t(uint32_t)>& value, uint32_t valueType,
+                          const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
+  TypeManager& t = b.types();
+  const PairExchange& x = *plan.pairs;
+  if (t.ScalarWidth(valueType) != 16) Fail("internal error: a pair exchange moves 16-bit values");
+  const uint32_t pairType = t.Vector(valueType, 2);
+  // parity(lane & laneMask), once.
+  const uint32_t masked = b.And(fs.lane, b.U(x.laneMask));
+  const uint32_t odd = std::popcount(x.laneMask) == 1 ? masked : b.And(b.Emit(spv::Op::OpBitCount, t.Uint(), {masked}), b.U(1));
+  const uint32_t parity = b.Emit(spv::Op::OpINotEqual, t.Bool(), {odd, b.U(0)});
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> words;  // word -> (own, partner's)
+  std::map<std::pair<uint32_t, bool>, uint32_t> halves;     // (word, own when parity) -> the chosen pair
+  uint32_t result = 0;
+  for (uint32_t r = 0; r < plan.destLength; ++r) {
+    const uint32_t w = x.word[r];
+    if (!words.count(w)) {
+      const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, pairType, {value(2 * w), value(2 * w + 1)});
+      const uint32_t own = b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
+      words[w] = {own, ShuffleXor(b, own, x.distance)};
+    }
+    const auto key = std::make_pair(w, static_cast<bool>(x.ownWhenParity[r]));
+    if (!halves.count(key)) {
+      const auto [own, partner] = words[w];
+      const uint32_t chosen = key.second ? b.Emit(spv::Op::OpSelect, t.Uint(), {parity, own, partner})
+                                         : b.Emit(spv::Op::OpSelect, t.Uint(), {parity, partner, own});
+      halves[key] = b.Emit(spv::Op::OpBitcast, pairType, {chosen});
+    }
+    uint32_t v = b.Emit(spv::Op::OpCompositeExtract, valueType, {halves[key], x.half[r]});
+    if (after) v = after(v);
+    // A cooperative matrix is constructed from one value (every element), then filled.
+    const uint32_t id = r + 1 == plan.destLength ? resultId : 0;
+    result = r == 0 ? b.Emit(spv::Op::OpCompositeConstruct, destType, {v}, plan.destLength == 1 ? resultId : 0)
+                    : b.Emit(spv::Op::OpCompositeInsert, destType, {v, result, r}, id);
+  }
+  return result;
+}
+
+}  // namespace
+
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
   TypeManager& t = b.types();
@@ -412,6 +456,7 @@ uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan,
   const bool dynamicDest = plan.DynamicDest();
   const uint32_t destVar = dynamicDest ? b.Variable(destType) : 0;
   const uint32_t destComponent = t.GlobalDef(destType)->Operand(0);
+  if (plan.pairs) return EmitPairExchange(b, fs, plan, value, valueType, after, destType, resultId);
   uint32_t result = 0;
   for (uint32_t round = 0; round < plan.destLength; ++round) {
     const uint32_t bt = static_cast<uint32_t>(Apply(plan.indexSource, round));
@@ -453,6 +498,54 @@ std::optional<GatherPlan> PlanRegisterMove(const Context&, const LinearLayout* f
   for (const BitImage& image : to->laneBits) add(image);
   for (const BitImage& image : to->indexBits) add(image);
   return PlanGather(*from, ~0u, ~0u, {}, *to, targets);
+}
+
+std::optional<GatherPlan> PlanPairExchange(const LinearLayout* from, const LinearLayout* to, bool transpose) {
+  if (!from || !to || from->key.subgroupSize != to->key.subgroupSize || from->length % 2 != 0) return std::nullopt;
+  const uint32_t lanes = from->key.subgroupSize;
+  // Where each coordinate lives in the source: one place each (no replicas).
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> home;
+  for (uint32_t lane = 0; lane < lanes; ++lane)
+    for (uint32_t index = 0; index < from->length; ++index) {
+      const Coord c = from->CoordinateOf(lane, index);
+      if (!home.emplace(std::make_pair(c.row, c.col), std::make_pair(lane, index)).second) return std::nullopt;
+    }
+  PairExchange x;
+  std::vector<std::vector<bool>> partner(to->length, std::vector<bool>(lanes));
+  for (uint32_t r = 0; r < to->length; ++r) {
+    std::optional<uint32_t> index;
+    for (uint32_t lane = 0; lane < lanes; ++lane) {
+      Coord c = to->CoordinateOf(lane, r);
+      if (transpose) std::swap(c.row, c.col);
+      const auto found = home.find({c.row, c.col});
+      if (found == home.end()) return std::nullopt;
+      const auto [sourceLane, sourceIndex] = found->second;
+      if (index && *index != sourceIndex) return std::nullopt;  // the sender could not pick it alone
+      index = sourceIndex;
+      if (const uint32_t distance = sourceLane ^ lane) {
+        if (x.distance && x.distance != distance) return std::nullopt;
+        x.distance = distance;
+        partner[r][lane] = true;
+      }
+    }
+    x.word.push_back(*index / 2);
+    x.half.push_back(*index % 2);
+  }
+  if (!x.distance) return std::nullopt;  // no lane crossing: the plain plan has no shuffle
+  // partner[r][L] == parity(L & laneMask) ^ partner[r][0]: one mask for every element.
+  for (uint32_t bit = 1; bit < lanes; bit <<= 1)
+    if (partner[0][bit] != partner[0][0]) x.laneMask |= bit;
+  for (uint32_t r = 0; r < to->length; ++r) {
+    for (uint32_t lane = 0; lane < lanes; ++lane)
+      if (partner[r][lane] != ((std::popcount(lane & x.laneMask) & 1) != static_cast<int>(partner[r][0]))) return std::nullopt;
+    x.ownWhenParity.push_back(partner[r][0]);  // parity set flips it: own when the lane-0 choice was the partner
+  }
+  GatherPlan plan;
+  plan.laneBits = Log2(lanes);
+  plan.sourceLength = from->length;
+  plan.destLength = to->length;
+  plan.pairs = std::move(x);
+  return plan;
 }
 
 // Sets the subgroup size whose register code is being planned or emitted, for a scope.
@@ -497,6 +590,20 @@ bool TakesRegisterPath(Context& c, const ir::Instruction& inst) {
     if (!registers) break;
   }
   return c.registerPath[inst.resultId] = registers;
+}
+
+bool ConversionInRegistersAtSomeSize(Context& c, const ir::Instruction& inst) {
+  switch (inst.opcode) {
+    case spv::Op::OpCooperativeMatrixGetCoordinateEXT:
+    case spv::Op::OpCooperativeMatrixPerElementOpEXT:
+    case spv::Op::OpCooperativeMatrixReduceEXT: return false;
+    default: break;
+  }
+  if (c.options.layouts.empty() || c.subgroupSizes.size() < 2) return false;
+  return std::any_of(c.subgroupSizes.begin(), c.subgroupSizes.end(), [&](uint32_t size) {
+    ActiveSubgroupSize active(c, size);
+    return !ConversionUsesScratch(c, inst);
+  });
 }
 
 void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst, const std::function<void(Builder&, const ir::Instruction&)>& lower) {

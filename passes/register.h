@@ -62,6 +62,20 @@ uint32_t EncodedShuffle(Builder& b, uint32_t value, const std::function<uint32_t
 // round t each invocation L fills its destination element M(L) ^ t with source
 // element idx from lane src, where src = A(L) ^ B(t) and idx is computed by the
 // sending lane for its receiver. Linear maps are kept as images of input bits.
+// A move of 16-bit elements as an exchange of packed pairs between lanes L and
+// L ^ distance: every destination element r is half `half` of source word `word`
+// (elements 2*word and 2*word + 1 packed in a uint) of this lane or of the partner
+// lane, the partner's where parity(L & laneMask) != ownWhenParity[r]. One
+// ShuffleXor per word and a select per word and parity instead of a shuffle per
+// element: GFX11's Acc -> B (the two 16-lane halves swap rows) as RADV's own
+// lowering does it (v_permlanex16 of packed registers).
+struct PairExchange {
+  uint32_t distance = 0;
+  uint32_t laneMask = 0;
+  std::vector<uint32_t> word, half;
+  std::vector<bool> ownWhenParity;
+};
+
 struct GatherPlan {
   uint32_t laneBits = 0;        // log2 subgroup size
   uint32_t sourceLength = 0;
@@ -73,6 +87,7 @@ struct GatherPlan {
   std::vector<uint32_t> indexSource;    // B: per destination index bit, the source lane
   std::vector<uint32_t> indexIndex;     // D: per destination index bit, the source index
   std::vector<uint32_t> senderIndex;    // when !identityLanes: C' with C'(A(L)) == C(L), per source lane bit
+  std::optional<PairExchange> pairs;    // set: the move is this exchange instead of the rounds above
   bool NeedsShuffle() const;
   bool DynamicDest() const;
 };
@@ -123,5 +138,9 @@ std::optional<std::pair<ReduceScatter, GatherPlan>> PlanReduceScatter(const Line
 // Moves between register layouts for conversions: the plan of a Use change (and
 // transpose) from one matrix type to another, or nullopt.
 std::optional<GatherPlan> PlanRegisterMove(const Context& c, const LinearLayout* from, const LinearLayout* to, bool transpose);
+// The same move of 16-bit elements as a PairExchange, when it is one (each
+// destination element's source index the same in every lane, its source lane this
+// one or this one ^ a single distance, chosen by the parity of lane bits); else nullopt.
+std::optional<GatherPlan> PlanPairExchange(const LinearLayout* from, const LinearLayout* to, bool transpose);
 
 }  // namespace coopmat

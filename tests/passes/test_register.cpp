@@ -574,3 +574,143 @@ TEST_CASE("register coordinates: the emitted lane arithmetic matches every built
         }
   CHECK(reversedRuns > 0);  // GFX12's row maps take the OpBitReverse form
 }
+
+namespace {
+
+// Evaluates a straight-line block on every lane of a subgroup at once: each id holds
+// one vector of 32-bit components per lane (16-bit components in the low bits; a
+// bool as 0/1). Covers what a pair exchange emits, shuffles included.
+class SubgroupEvaluator {
+ public:
+  SubgroupEvaluator(const coopmat::TypeManager& types, uint32_t lanes) : types_(types), lanes_(lanes) {}
+  void Set(uint32_t id, std::vector<std::vector<uint32_t>> perLane) { values_[id] = std::move(perLane); }
+  const std::vector<std::vector<uint32_t>>& Get(uint32_t id) {
+    if (!values_.count(id)) {
+      auto c = types_.ConstantValue(id);
+      REQUIRE(c);
+      values_[id] = std::vector<std::vector<uint32_t>>(lanes_, {*c});
+    }
+    return values_[id];
+  }
+  void Run(const std::vector<Instruction>& block) {
+    for (const Instruction& inst : block) {
+      if (inst.opcode == spv::Op::OpLabel) continue;
+      std::vector<std::vector<uint32_t>> out(lanes_);
+      for (uint32_t lane = 0; lane < lanes_; ++lane) out[lane] = One(inst, lane);
+      values_[inst.resultId] = std::move(out);
+    }
+  }
+
+ private:
+  std::vector<uint32_t> One(const Instruction& inst, uint32_t lane) {
+    auto op = [&](size_t k) { return Get(inst.Operand(k))[lane]; };
+    switch (inst.opcode) {
+      case spv::Op::OpBitwiseAnd: return {op(0)[0] & op(1)[0]};
+      case spv::Op::OpBitCount: return {static_cast<uint32_t>(std::popcount(op(0)[0]))};
+      case spv::Op::OpINotEqual: return {op(0)[0] != op(1)[0] ? 1u : 0u};
+      case spv::Op::OpSelect: return op(0)[0] ? op(1) : op(2);
+      case spv::Op::OpCompositeConstruct: {
+        std::vector<uint32_t> v;
+        for (size_t k = 0; k < inst.operands.size(); ++k) v.push_back(op(k)[0]);
+        return v;
+      }
+      case spv::Op::OpCompositeExtract: return {op(0).at(inst.operands[1])};
+      case spv::Op::OpCompositeInsert: {
+        std::vector<uint32_t> v = op(1);
+        if (v.size() <= inst.operands[2]) v.resize(inst.operands[2] + 1);
+        v[inst.operands[2]] = op(0)[0];
+        return v;
+      }
+      case spv::Op::OpBitcast: {
+        const std::vector<uint32_t> v = op(0);
+        if (v.size() == 2) return {(v[0] & 0xffff) | (v[1] << 16)};  // 16-bit pair -> uint
+        return {v[0] & 0xffff, v[0] >> 16};                            // uint -> 16-bit pair
+      }
+      case spv::Op::OpGroupNonUniformShuffleXor: {
+        const uint32_t from = lane ^ Get(inst.Operand(2))[lane][0];
+        REQUIRE(from < lanes_);
+        return Get(inst.Operand(1))[from];
+      }
+      default: FAIL("unexpected opcode " << spv::OpToString(inst.opcode)); return {};
+    }
+  }
+  const coopmat::TypeManager& types_;
+  uint32_t lanes_;
+  std::map<uint32_t, std::vector<std::vector<uint32_t>>> values_;
+};
+
+}  // namespace
+
+// 16-bit moves that are an exchange between two lanes take one shuffle per packed pair
+// (GFX11 wave32 Acc -> B). The emitted code, run for every lane of the subgroup, must
+// bring each destination element its source element on every built-in layout pair
+// where the exchange is planned.
+TEST_CASE("register path: pair exchanges bring every 16-bit element to its place", "[register]") {
+  size_t planned = 0, gfx11Wave32AccToB = 0;
+  for (auto family : {coopmat::DriverFamily::Lavapipe, coopmat::DriverFamily::RadvGfx11, coopmat::DriverFamily::RadvGfx12,
+                      coopmat::DriverFamily::CdnaMfma})
+    for (uint32_t size : {8u, 32u, 64u}) {
+      std::vector<LinearLayout> layouts;
+      for (const auto& l : Builtin(family, size))
+        if (l.key.componentType == coopmat::kTypeF16) layouts.push_back(l);
+      for (const auto& from : layouts)
+        for (const auto& to : layouts)
+          for (bool transpose : {false, true}) {
+            const auto plan = coopmat::PlanPairExchange(&from, &to, transpose);
+            if (!plan) continue;
+            INFO(coopmat::ToString(family) << ": " << coopmat::ToString(from.key) << " -> " << coopmat::ToString(to.key)
+                                           << (transpose ? " transposed" : ""));
+            ++planned;
+            if (family == coopmat::DriverFamily::RadvGfx11 && size == 32 && !transpose &&
+                from.key.use == coopmat::kUseAccumulator && to.key.use == coopmat::kUseB)
+              ++gfx11Wave32AccToB;
+            Module module;
+            module.bound = 1;
+            coopmat::TypeManager types(module);
+            coopmat::LowerOptions options;
+            coopmat::LowerStats stats;
+            coopmat::Context context(module, types, options, stats);
+            coopmat::ir::Function function;
+            function.blocks.emplace_back();
+            function.blocks[0].instructions.emplace_back(spv::Op::OpLabel, 0, module.TakeId(), std::vector<uint32_t>{});
+            coopmat::FunctionState fs{function};
+            fs.lane = module.TakeId();
+            const uint32_t half = types.Int(16, false);
+            std::vector<uint32_t> sources(from.length);
+            SubgroupEvaluator eval(types, size);
+            std::vector<std::vector<uint32_t>> lanes(size);
+            for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
+            eval.Set(fs.lane, lanes);
+            for (uint32_t i = 0; i < from.length; ++i) {
+              sources[i] = module.TakeId();
+              std::vector<std::vector<uint32_t>> tagged(size);
+              for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {lane * 64 + i};  // who holds it
+              eval.Set(sources[i], tagged);
+            }
+            coopmat::Builder b(context, function, 0, 1);
+            const uint32_t result = coopmat::EmitGather(b, fs, *plan, [&](uint32_t i) { return sources.at(i); }, half,
+                                                        nullptr, types.Vector(half, to.length), 0);
+            eval.Run(function.blocks[0].instructions);
+            const auto& out = eval.Get(result);
+            for (uint32_t lane = 0; lane < size; ++lane)
+              for (uint32_t e = 0; e < to.length; ++e) {
+                coopmat::Coord want = to.CoordinateOf(lane, e);
+                if (transpose) std::swap(want.row, want.col);
+                INFO("lane " << lane << " element " << e);
+                REQUIRE(out[lane].size() == to.length);
+                const uint32_t tag = out[lane][e];
+                const coopmat::Coord got = from.CoordinateOf(tag / 64, tag % 64);
+                INFO("source lane " << tag / 64 << " index " << tag % 64 << " holds (" << got.row << ", " << got.col
+                                    << "), want (" << want.row << ", " << want.col << ")");
+                CHECK(got == want);
+              }
+            // One shuffle per packed pair of source elements, at most.
+            size_t shuffles = 0;
+            for (const Instruction& inst : function.blocks[0].instructions)
+              shuffles += inst.opcode == spv::Op::OpGroupNonUniformShuffleXor;
+            CHECK(shuffles <= from.length / 2);
+          }
+    }
+  CHECK(gfx11Wave32AccToB > 0);
+  CHECK(planned >= gfx11Wave32AccToB);
+}
