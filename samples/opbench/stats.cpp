@@ -361,6 +361,10 @@ void StatsUsage() {
 
 }  // namespace
 
+bool CaseUsable(const sample::Context& context, const Case& c) {
+  return Usable(context, TypeOf(c.source)) && Usable(context, TypeOf(c.result));
+}
+
 int RunStatistics(int argc, char** argv) {
   StatsOptions options;
   for (int i = 0; i < argc; ++i) {
