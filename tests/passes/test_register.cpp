@@ -502,6 +502,22 @@ namespace {
 
 // Runs the uint arithmetic a Builder emitted into one block (the opcodes coordinate
 // code uses), with `input` as the value of id `x`; returns the value of `result`.
+// A module, context and one-block function to emit into with a Builder.
+struct EmitFixture {
+  Module module;
+  coopmat::TypeManager types{module};
+  coopmat::LowerOptions options;
+  coopmat::LowerStats stats;
+  coopmat::Context context{module, types, options, stats};
+  coopmat::ir::Function function;
+  EmitFixture() {
+    module.bound = 1;
+    function.blocks.emplace_back();
+    function.blocks[0].instructions.emplace_back(spv::Op::OpLabel, 0, module.TakeId(), std::vector<uint32_t>{});
+  }
+  const std::vector<Instruction>& Emitted() const { return function.blocks[0].instructions; }
+};
+
 uint32_t EvaluateBlock(const coopmat::TypeManager& types, const std::vector<Instruction>& block, uint32_t x, uint32_t input,
                        uint32_t result) {
   std::map<uint32_t, uint32_t> value{{x, input}};
@@ -550,26 +566,23 @@ TEST_CASE("register coordinates: the emitted lane arithmetic matches every built
           INFO(coopmat::ToString(layout.key) << (column ? " column" : " row"));
           std::vector<uint32_t> images;
           for (const BitImage& image : layout.laneBits) images.push_back(column ? image.colMask : image.rowMask);
-          Module module;
-          module.bound = 1;
-          coopmat::TypeManager types(module);
-          coopmat::LowerOptions options;
-          coopmat::LowerStats stats;
-          coopmat::Context context(module, types, options, stats);
-          coopmat::ir::Function function;
-          function.blocks.emplace_back();
-          function.blocks[0].instructions.emplace_back(spv::Op::OpLabel, 0, module.TakeId(), std::vector<uint32_t>{});
-          const uint32_t x = module.TakeId();
-          types.SetTypeOf(x, types.Uint());
-          coopmat::Builder b(context, function, 0, 1);
-          const uint32_t result = coopmat::XorBits(b, x, images);
-          for (const Instruction& inst : function.blocks[0].instructions) reversedRuns += inst.opcode == spv::Op::OpBitReverse;
-          for (uint32_t lane = 0; lane < size; ++lane) {
-            uint32_t want = 0;
-            for (size_t k = 0; k < images.size(); ++k)
-              if (lane >> k & 1) want ^= images[k];
-            INFO("lane " << lane);
-            REQUIRE(EvaluateBlock(types, function.blocks[0].instructions, x, lane, result) == want);
+          // Any uint, and a lane id below the subgroup size (masks the range makes
+          // redundant are left out then).
+          for (uint32_t valueBits : {~0u, size - 1}) {
+            INFO("value bits " << valueBits);
+            EmitFixture f;
+            const uint32_t x = f.module.TakeId();
+            f.types.SetTypeOf(x, f.types.Uint());
+            coopmat::Builder b(f.context, f.function, 0, 1);
+            const uint32_t result = coopmat::XorBits(b, x, images, valueBits);
+            for (const Instruction& inst : f.Emitted()) reversedRuns += inst.opcode == spv::Op::OpBitReverse;
+            for (uint32_t lane = 0; lane < size; ++lane) {
+              uint32_t want = 0;
+              for (size_t k = 0; k < images.size(); ++k)
+                if (lane >> k & 1) want ^= images[k];
+              INFO("lane " << lane);
+              REQUIRE(EvaluateBlock(f.types, f.Emitted(), x, lane, result) == want);
+            }
           }
         }
   CHECK(reversedRuns > 0);  // GFX12's row maps take the OpBitReverse form
@@ -664,16 +677,10 @@ TEST_CASE("register path: pair exchanges bring every 16-bit element to its place
             if (family == coopmat::DriverFamily::RadvGfx11 && size == 32 && !transpose &&
                 from.key.use == coopmat::kUseAccumulator && to.key.use == coopmat::kUseB)
               ++gfx11Wave32AccToB;
-            Module module;
-            module.bound = 1;
-            coopmat::TypeManager types(module);
-            coopmat::LowerOptions options;
-            coopmat::LowerStats stats;
-            coopmat::Context context(module, types, options, stats);
-            coopmat::ir::Function function;
-            function.blocks.emplace_back();
-            function.blocks[0].instructions.emplace_back(spv::Op::OpLabel, 0, module.TakeId(), std::vector<uint32_t>{});
-            coopmat::FunctionState fs{function};
+            EmitFixture f;
+            Module& module = f.module;
+            coopmat::TypeManager& types = f.types;
+            coopmat::FunctionState fs{f.function};
             fs.lane = module.TakeId();
             const uint32_t half = types.Int(16, false);
             std::vector<uint32_t> sources(from.length);
@@ -687,10 +694,10 @@ TEST_CASE("register path: pair exchanges bring every 16-bit element to its place
               for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {lane * 64 + i};  // who holds it
               eval.Set(sources[i], tagged);
             }
-            coopmat::Builder b(context, function, 0, 1);
+            coopmat::Builder b(f.context, f.function, 0, 1);
             const uint32_t result = coopmat::EmitGather(b, fs, *plan, [&](uint32_t i) { return sources.at(i); }, half,
                                                         nullptr, types.Vector(half, to.length), 0);
-            eval.Run(function.blocks[0].instructions);
+            eval.Run(f.Emitted());
             const auto& out = eval.Get(result);
             for (uint32_t lane = 0; lane < size; ++lane)
               for (uint32_t e = 0; e < to.length; ++e) {
@@ -706,8 +713,7 @@ TEST_CASE("register path: pair exchanges bring every 16-bit element to its place
               }
             // One shuffle per packed pair of source elements, at most.
             size_t shuffles = 0;
-            for (const Instruction& inst : function.blocks[0].instructions)
-              shuffles += inst.opcode == spv::Op::OpGroupNonUniformShuffleXor;
+            for (const Instruction& inst : f.Emitted()) shuffles += inst.opcode == spv::Op::OpGroupNonUniformShuffleXor;
             CHECK(shuffles <= from.length / 2);
           }
     }
