@@ -548,19 +548,6 @@ std::optional<GatherPlan> PlanPairExchange(const LinearLayout* from, const Linea
   return plan;
 }
 
-// Sets the subgroup size whose register code is being planned or emitted, for a scope.
-class ActiveSubgroupSize {
- public:
-  ActiveSubgroupSize(Context& c, uint32_t size) : c_(c), saved_(c.activeSubgroupSize) { c.activeSubgroupSize = size; }
-  ~ActiveSubgroupSize() { c_.activeSubgroupSize = saved_; }
-  ActiveSubgroupSize(const ActiveSubgroupSize&) = delete;
-  ActiveSubgroupSize& operator=(const ActiveSubgroupSize&) = delete;
-
- private:
-  Context& c_;
-  uint32_t saved_;
-};
-
 bool HasRegisterLayouts(Context& c, const CoopMatType& type) {
   if (c.subgroupSizes.empty()) return false;
   return std::all_of(c.subgroupSizes.begin(), c.subgroupSizes.end(), [&](uint32_t size) {

@@ -26,6 +26,19 @@ inline const LinearLayout* RegisterLayout(const Context& c, const CoopMatType& t
   if (!c.types.ConstantValue(type.useId)) return nullptr;  // a specialization-constant Use
   return RegisterLayout(c, type.componentType, type.rowsId, type.colsId, type.use);
 }
+// Sets the subgroup size whose register code is being planned or emitted, for a scope.
+class ActiveSubgroupSize {
+ public:
+  ActiveSubgroupSize(Context& c, uint32_t size) : c_(c), saved_(c.activeSubgroupSize) { c.activeSubgroupSize = size; }
+  ~ActiveSubgroupSize() { c_.activeSubgroupSize = saved_; }
+  ActiveSubgroupSize(const ActiveSubgroupSize&) = delete;
+  ActiveSubgroupSize& operator=(const ActiveSubgroupSize&) = delete;
+
+ private:
+  Context& c_;
+  uint32_t saved_;
+};
+
 // Whether `type` has a register layout at every subgroup size the pipeline may run with.
 bool HasRegisterLayouts(Context& c, const CoopMatType& type);
 

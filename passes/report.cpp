@@ -53,10 +53,31 @@ std::vector<CoopMatType> MatricesOf(Context& c, const ir::Instruction& inst) {
   return types;
 }
 
+std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst);
+
 std::string PortableReason(Context& c, const ir::Instruction& inst) {
   if (c.options.layouts.empty())
     return "no register layouts known (the layer has them when the pipeline's subgroup size is fixed and the "
            "driver's layouts were probed)";
+  if (c.subgroupSizes.size() < 2) return ReasonAtOneSize(c, inst);
+  // Several sizes: the reason at the first size without register code, and the sizes
+  // that have it (a conversion then takes registers there, LowerConversion per size).
+  std::string registers, why;
+  for (uint32_t size : c.subgroupSizes) {
+    ActiveSubgroupSize active(c, size);
+    const bool conversion = inst.opcode != spv::Op::OpCooperativeMatrixGetCoordinateEXT &&
+                            inst.opcode != spv::Op::OpCooperativeMatrixPerElementOpEXT &&
+                            inst.opcode != spv::Op::OpCooperativeMatrixReduceEXT;
+    if (conversion && !ConversionUsesScratch(c, inst)) {
+      registers += (registers.empty() ? "" : ", ") + std::to_string(size);
+    } else if (why.empty()) {
+      why = "at subgroup size " + std::to_string(size) + ": " + ReasonAtOneSize(c, inst);
+    }
+  }
+  return registers.empty() ? why : "registers at subgroup size " + registers + "; the scratch " + why;
+}
+
+std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst) {
   for (const CoopMatType& type : MatricesOf(c, inst)) {
     if (RegisterLayout(c, type)) continue;
     const bool constant = c.types.ConstantValue(type.rowsId) && c.types.ConstantValue(type.colsId);
@@ -69,6 +90,9 @@ std::string PortableReason(Context& c, const ir::Instruction& inst) {
              " cannot cross lanes without the module's Float16/Int8/Int16 capability";
   if (inst.opcode == spv::Op::OpCooperativeMatrixReduceEXT)
     return "the register reduction has no plan for this reduction mode and shape";
+  if (!c.options.registerMovesWithShuffles)
+    return "the move needs shuffles, and on this driver family the Workgroup round trip is cheaper (measured: "
+           "passes/costs.cpp)";
   return "no register move between these layouts (needs more than one shuffle per element, or an intermediate "
          "type the driver does not list)";
 }

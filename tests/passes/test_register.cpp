@@ -720,3 +720,27 @@ TEST_CASE("register path: pair exchanges bring every 16-bit element to its place
   CHECK(gfx11Wave32AccToB > 0);
   CHECK(planned >= gfx11Wave32AccToB);
 }
+
+// As the layer lowers for RADV GFX11 at module time: wave32 and wave64 in one module,
+// the measured costs applied. The f16 Acc -> B move is a pair exchange at wave32 and
+// the Workgroup round trip at wave64: each OpSwitch case has its own form, the module
+// validates, and the report says which size takes which.
+TEST_CASE("register path: a conversion with registers at one subgroup size only is lowered per size", "[register]") {
+  coopmat::LowerOptions options;
+  options.maxSharedMemoryBytes = 65536;
+  for (uint32_t size : {32u, 64u})
+    for (auto& l : Builtin(coopmat::DriverFamily::RadvGfx11, size)) options.layouts.push_back(l);
+  options.subgroupSizes = {32, 64};
+  coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, options);
+  const auto result = coopmat::LowerModule(passtest::LoadShader("register16", "spirv1.6"), options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(passtest::FindScratchVariable(m) != 0);                                      // wave64's round trip
+  CHECK(passtest::CountOpcode(m, spv::Op::OpGroupNonUniformShuffleXor) > 0);         // wave32's exchange
+  size_t mixed = 0;
+  for (const auto& op : result.operations)
+    mixed += op.portableReason.find("registers at subgroup size 32; the scratch at subgroup size 64") != std::string::npos;
+  CHECK(mixed > 0);
+}
