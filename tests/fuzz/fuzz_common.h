@@ -21,7 +21,9 @@ inline std::vector<uint32_t> Words(const uint8_t* data, size_t size) {
 
 // The option sets of a served device: the shared-memory limit always, the minimum
 // subgroup sizes of lavapipe (8), Intel-like (4... 8) and RADV wave32 (32), the
-// built-in lavapipe and RADV register layouts, NV flexible dimensions.
+// built-in lavapipe and RADV register layouts (RADV also with wave32 and wave64 in
+// one module and the measured costs, as at module time in the layer), NV flexible
+// dimensions.
 inline coopmat::LowerOptions LayerOptions(uint32_t selector) {
   coopmat::LowerOptions options;
   options.maxSharedMemoryBytes = (selector & 1) ? 65536 : 32768;
@@ -35,12 +37,22 @@ inline coopmat::LowerOptions LayerOptions(uint32_t selector) {
       options.layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
       for (const auto& t : types) options.AddMatrixProperties(16, 16, 16, t[0], t[1], t[2], t[3]);
       break;
-    case 2:  // RADV GFX11 wave32
+    case 2: {  // RADV: GFX11 wave32, or as the layer lowers at module time there (GFX11 or
+               // GFX12, wave32 and wave64 in one module, the measured costs, shapes pending)
+      const bool gfx12 = (selector & 64) != 0;
+      const auto family = gfx12 ? coopmat::DriverFamily::RadvGfx12 : coopmat::DriverFamily::RadvGfx11;
       options.minSubgroupSize = 32;
-      options.layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::RadvGfx11, 32);
+      options.layouts = coopmat::BuiltinLayouts(family, 32);
+      if (selector & 32) {
+        for (const auto& l : coopmat::BuiltinLayouts(family, 64)) options.layouts.push_back(l);
+        options.subgroupSizes = {32, 64};
+        options.specializationPending = true;
+        coopmat::ApplyMeasuredCosts(family, options);
+      }
       options.AddMatrixProperties(16, 16, 16, 0, 0, 1, 1);
       options.AddMatrixProperties(16, 16, 16, 0, 0, 0, 0);
       break;
+    }
     default:  // NV flexible dimensions: granularities
       options.flexibleDimensions = true;
       options.flexibleMaxDimension = (selector & 32) ? 256 : 0;
