@@ -61,7 +61,8 @@ bool IsDebugLine(spv::Op op) { return op == spv::Op::OpLine || op == spv::Op::Op
 
 class Parser {
  public:
-  Parser(std::span<const uint32_t> words, Module& module) : words_(words), module_(module) {}
+  Parser(std::span<const uint32_t> words, Module& module, size_t boundAllowanceWords)
+      : words_(words), module_(module), allowanceWords_(std::max(words.size(), boundAllowanceWords)) {}
 
   std::string Run() {
     if (words_.size() < kHeaderWords) return "module is shorter than the 5-word SPIR-V header";
@@ -76,7 +77,7 @@ class Parser {
     module_.schema = words_[4];
     if ((module_.version >> 16) != 1 || module_.SpirvMinor() > 6)
       return "unsupported SPIR-V version word 0x" + Hex(module_.version);
-    if (module_.bound == 0 || module_.bound > kMinMaxBound + kIdsPerWord * words_.size())
+    if (module_.bound == 0 || module_.bound > kMinMaxBound + kIdsPerWord * allowanceWords_)
       return "implausible id bound " + std::to_string(module_.bound);
     defined_.assign(module_.bound, false);
 
@@ -203,6 +204,7 @@ class Parser {
 
   std::span<const uint32_t> words_;
   Module& module_;
+  size_t allowanceWords_;
   std::vector<bool> defined_;
   Section section_ = Section::Capability;
   Function* function_ = nullptr;
@@ -224,9 +226,9 @@ void AppendAll(std::vector<uint32_t>& out, const std::vector<Instruction>& list)
 
 }  // namespace
 
-std::string Parse(std::span<const uint32_t> words, Module& module) {
+std::string Parse(std::span<const uint32_t> words, Module& module, size_t boundAllowanceWords) {
   module = Module{};
-  return Parser(words, module).Run();
+  return Parser(words, module, boundAllowanceWords).Run();
 }
 
 std::vector<uint32_t> Emit(const Module& module) {

@@ -66,7 +66,10 @@ struct Module {
 
 // Parses words into `module`. Returns an empty string on success, otherwise why it
 // failed (truncated stream, bad word count, unknown opcode, id out of bound, ...).
-std::string Parse(std::span<const uint32_t> words, Module& module);
+// An id bound above 0x400000 is plausible up to 4 ids per word of the module, or per
+// word of `boundAllowanceWords` when larger: a module made from a bigger one (a
+// lowering that dropped the extension's instructions) keeps that one's bound.
+std::string Parse(std::span<const uint32_t> words, Module& module, size_t boundAllowanceWords = 0);
 
 // Serializes the module; the header's bound is module.bound.
 std::vector<uint32_t> Emit(const Module& module);

@@ -204,3 +204,16 @@ TEST_CASE("random corruption never crashes and never yields an invalid module un
     }
   }
 }
+
+// The id bound above 0x400000 is plausible up to 4 ids per word. The lower campaign
+// found an output that was smaller than its input (the extension's instructions
+// dropped) and kept the input's bound, which its own size no longer allowed: the
+// caller passes the input's size (tests/fuzz/corpus/lower/bound-near-limit-output-shrinks).
+TEST_CASE("an id bound is plausible for the module's size or the size it came from", "[ir][malformed]") {
+  const std::vector<uint32_t> words = Minimal(0x400000 + 4 * 12);  // 10 words: 40 ids over 0x400000
+  REQUIRE(words.size() == 10);
+  Module m;
+  CHECK_THAT(coopmat::ir::Parse(words, m), ContainsSubstring("implausible id bound"));
+  CHECK(coopmat::ir::Parse(words, m, 12).empty());
+  CHECK_THAT(coopmat::ir::Parse(words, m, 11), ContainsSubstring("implausible id bound"));
+}
