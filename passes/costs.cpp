@@ -24,7 +24,8 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
     case DriverFamily::RadvGfx11:
     case DriverFamily::RadvGfx12: options.registerMovesWithShuffles = false; break;
     case DriverFamily::Lavapipe:
-    case DriverFamily::CdnaMfma: break;
+    case DriverFamily::CdnaMfma:
+    case DriverFamily::NvidiaMma: break;
   }
 }
 

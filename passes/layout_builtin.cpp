@@ -98,12 +98,48 @@ std::optional<Formula> MfmaFormula(const LayoutKey& k) {
   return std::nullopt;
 }
 
+// PTX mma.sync fragments (sm80, m16n8k16 and m16n8k32), two n8 tiles side by
+// side for 16-wide B and accumulators; g = lane / 4, t = lane % 4. 16-bit inputs
+// are 16x16 (A: MxK, B: KxN), 8-bit ones 16x32 and 32x16. Subgroup 32 only.
+std::optional<Formula> NvidiaMmaFormula(const LayoutKey& k) {
+  if (k.subgroupSize != 32) return std::nullopt;
+  const bool narrow = k.componentType == kTypeU8 || k.componentType == kTypeS8 || k.componentType == kTypeE4M3 ||
+                      k.componentType == kTypeE5M2;
+  if (k.use == kUseAccumulator) {
+    if (k.rows != 16 || k.cols != 16) return std::nullopt;
+    return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
+                     return Coord{(L >> 2) + 8 * ((i >> 1) & 1), 2 * (L & 3) + (i & 1) + 8 * (i >> 2)};
+                   }};
+  }
+  if (!narrow) {
+    if (k.rows != 16 || k.cols != 16) return std::nullopt;
+    if (k.use == kUseA)
+      return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
+                       return Coord{(L >> 2) + 8 * ((i >> 1) & 1), 2 * (L & 3) + (i & 1) + 8 * (i >> 2)};
+                     }};
+    return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
+                     return Coord{2 * (L & 3) + (i & 1) + 8 * ((i >> 1) & 1), (L >> 2) + 8 * (i >> 2)};
+                   }};
+  }
+  if (k.use == kUseA) {
+    if (k.rows != 16 || k.cols != 32) return std::nullopt;
+    return Formula{16, [](const LayoutKey&, uint32_t L, uint32_t i) {
+                     return Coord{(L >> 2) + 8 * ((i >> 2) & 1), 4 * (L & 3) + (i & 3) + 16 * (i >> 3)};
+                   }};
+  }
+  if (k.rows != 32 || k.cols != 16) return std::nullopt;
+  return Formula{16, [](const LayoutKey&, uint32_t L, uint32_t i) {
+                   return Coord{4 * (L & 3) + (i & 3) + 16 * ((i >> 2) & 1), (L >> 2) + 8 * (i >> 3)};
+                 }};
+}
+
 std::optional<Formula> FindFormula(DriverFamily family, const LayoutKey& key) {
   switch (family) {
     case DriverFamily::Lavapipe: return LavapipeFormula(key);
     case DriverFamily::RadvGfx11: return Gfx11Formula(key);
     case DriverFamily::RadvGfx12: return Gfx12Formula(key);
     case DriverFamily::CdnaMfma: return MfmaFormula(key);
+    case DriverFamily::NvidiaMma: return NvidiaMmaFormula(key);
   }
   return std::nullopt;
 }
@@ -121,6 +157,7 @@ const char* ToString(DriverFamily family) {
     case DriverFamily::RadvGfx11: return "radv-gfx11";
     case DriverFamily::RadvGfx12: return "radv-gfx12";
     case DriverFamily::CdnaMfma: return "cdna-mfma";
+    case DriverFamily::NvidiaMma: return "nvidia-mma";
   }
   return "unknown";
 }
@@ -165,6 +202,12 @@ std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupS
     case DriverFamily::CdnaMfma:
       configs = {{kUseAccumulator, {kTypeF32, kTypeS32, kTypeF64}}};
       shapes = {{32, 32}, {64, 32}, {16, 16}, {64, 16}, {64, 4}, {16, 4}};
+      break;
+    case DriverFamily::NvidiaMma:
+      configs = {{kUseA, {kTypeF16, kTypeBF16, kTypeU8, kTypeS8}},
+                 {kUseB, {kTypeF16, kTypeBF16, kTypeU8, kTypeS8}},
+                 {kUseAccumulator, {kTypeF16, kTypeF32, kTypeU32, kTypeS32}}};
+      shapes = {{16, 16}, {16, 32}, {32, 16}};
       break;
   }
   std::vector<LinearLayout> layouts;

@@ -157,10 +157,12 @@ uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images, ui
   // high lane bits to rows that way) is one OpBitReverse, as the driver's own address
   // code computes it, instead of a mask and shift per bit.
   std::vector<bool> done(images.size(), false);
+  // Only single-bit images join a run: a zero or multi-bit one (target -1) must not
+  // extend a run that has reached coordinate bit 0.
   auto target = [&](size_t k) { return std::popcount(images[k]) == 1 ? static_cast<int>(Log2(images[k])) : -1; };
   for (size_t k = 0; k < images.size(); ++k) {
     size_t n = 1;
-    while (target(k) >= 0 && k + n < images.size() && target(k + n) == target(k) - static_cast<int>(n)) ++n;
+    while (target(k) >= 0 && k + n < images.size() && target(k + n) >= 0 && target(k + n) == target(k) - static_cast<int>(n)) ++n;
     if (target(k) < 0 || n < 2) continue;
     const uint32_t reversed = b.Emit(spv::Op::OpBitReverse, b.types().Uint(), {b.ShiftRight(x, b.U(static_cast<uint32_t>(k)))});
     const uint32_t low = static_cast<uint32_t>(target(k)) - static_cast<uint32_t>(n - 1);

@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
       bool found = false;
       if (colon != std::string::npos && ParseUint(text.substr(colon + 1), size))
         for (auto family : {coopmat::DriverFamily::Lavapipe, coopmat::DriverFamily::RadvGfx11, coopmat::DriverFamily::RadvGfx12,
-                            coopmat::DriverFamily::CdnaMfma})
+                            coopmat::DriverFamily::CdnaMfma, coopmat::DriverFamily::NvidiaMma})
           if (text.substr(0, colon) == coopmat::ToString(family)) {
             const auto builtin = coopmat::BuiltinLayouts(family, size);
             options.layouts.insert(options.layouts.end(), builtin.begin(), builtin.end());

@@ -12,12 +12,15 @@
 
 #include "coopmat/lower.h"
 #include "register.h"
+#include "subgroup_eval.h"
 #include "test_support.h"
 
 using coopmat::BitImage;
 using coopmat::LinearLayout;
 using coopmat::ir::Instruction;
 using coopmat::ir::Module;
+using passtest::EmitFixture;
+using passtest::SubgroupEvaluator;
 
 namespace {
 
@@ -498,61 +501,6 @@ TEST_CASE("register path: random corruption never crashes and never yields an in
   }
 }
 
-namespace {
-
-// Runs the uint arithmetic a Builder emitted into one block (the opcodes coordinate
-// code uses), with `input` as the value of id `x`; returns the value of `result`.
-// A module, context and one-block function to emit into with a Builder.
-struct EmitFixture {
-  Module module;
-  coopmat::TypeManager types{module};
-  coopmat::LowerOptions options;
-  coopmat::LowerStats stats;
-  coopmat::Context context{module, types, options, stats};
-  coopmat::ir::Function function;
-  EmitFixture() {
-    module.bound = 1;
-    function.blocks.emplace_back();
-    function.blocks[0].instructions.emplace_back(spv::Op::OpLabel, 0, module.TakeId(), std::vector<uint32_t>{});
-  }
-  const std::vector<Instruction>& Emitted() const { return function.blocks[0].instructions; }
-};
-
-uint32_t EvaluateBlock(const coopmat::TypeManager& types, const std::vector<Instruction>& block, uint32_t x, uint32_t input,
-                       uint32_t result) {
-  std::map<uint32_t, uint32_t> value{{x, input}};
-  auto get = [&](uint32_t id) {
-    if (auto c = types.ConstantValue(id)) return *c;
-    auto it = value.find(id);
-    REQUIRE(it != value.end());
-    return it->second;
-  };
-  for (const Instruction& inst : block) {
-    auto a = [&] { return get(inst.Operand(0)); };
-    auto b = [&] { return get(inst.Operand(1)); };
-    switch (inst.opcode) {
-      case spv::Op::OpLabel: break;
-      case spv::Op::OpShiftRightLogical: value[inst.resultId] = b() < 32 ? a() >> b() : 0; break;
-      case spv::Op::OpShiftLeftLogical: value[inst.resultId] = b() < 32 ? a() << b() : 0; break;
-      case spv::Op::OpBitwiseAnd: value[inst.resultId] = a() & b(); break;
-      case spv::Op::OpBitwiseOr: value[inst.resultId] = a() | b(); break;
-      case spv::Op::OpBitwiseXor: value[inst.resultId] = a() ^ b(); break;
-      case spv::Op::OpIAdd: value[inst.resultId] = a() + b(); break;
-      case spv::Op::OpIMul: value[inst.resultId] = a() * b(); break;
-      case spv::Op::OpBitReverse: {
-        uint32_t v = a(), r = 0;
-        for (int i = 0; i < 32; ++i) r |= ((v >> i) & 1u) << (31 - i);
-        value[inst.resultId] = r;
-        break;
-      }
-      default: FAIL("unexpected opcode " << spv::OpToString(inst.opcode)); break;
-    }
-  }
-  return get(result);
-}
-
-}  // namespace
-
 // XorBits is the lane part of every register coordinate: the arithmetic it emits must
 // give the layout's row and column for every lane of every built-in layout (GFX12's
 // reversed lane bits take the OpBitReverse form, the others masks and shifts).
@@ -576,83 +524,22 @@ TEST_CASE("register coordinates: the emitted lane arithmetic matches every built
             coopmat::Builder b(f.context, f.function, 0, 1);
             const uint32_t result = coopmat::XorBits(b, x, images, valueBits);
             for (const Instruction& inst : f.Emitted()) reversedRuns += inst.opcode == spv::Op::OpBitReverse;
+            SubgroupEvaluator eval(f.types, size);
+            std::vector<std::vector<uint32_t>> lanes(size);
+            for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
+            eval.Set(x, lanes);
+            eval.Run(f.Emitted());
             for (uint32_t lane = 0; lane < size; ++lane) {
               uint32_t want = 0;
               for (size_t k = 0; k < images.size(); ++k)
                 if (lane >> k & 1) want ^= images[k];
               INFO("lane " << lane);
-              REQUIRE(EvaluateBlock(f.types, f.Emitted(), x, lane, result) == want);
+              REQUIRE(eval.Get(result)[lane].at(0) == want);
             }
           }
         }
   CHECK(reversedRuns > 0);  // GFX12's row maps take the OpBitReverse form
 }
-
-namespace {
-
-// Evaluates a straight-line block on every lane of a subgroup at once: each id holds
-// one vector of 32-bit components per lane (16-bit components in the low bits; a
-// bool as 0/1). Covers what a pair exchange emits, shuffles included.
-class SubgroupEvaluator {
- public:
-  SubgroupEvaluator(const coopmat::TypeManager& types, uint32_t lanes) : types_(types), lanes_(lanes) {}
-  void Set(uint32_t id, std::vector<std::vector<uint32_t>> perLane) { values_[id] = std::move(perLane); }
-  const std::vector<std::vector<uint32_t>>& Get(uint32_t id) {
-    if (!values_.count(id)) {
-      auto c = types_.ConstantValue(id);
-      REQUIRE(c);
-      values_[id] = std::vector<std::vector<uint32_t>>(lanes_, {*c});
-    }
-    return values_[id];
-  }
-  void Run(const std::vector<Instruction>& block) {
-    for (const Instruction& inst : block) {
-      if (inst.opcode == spv::Op::OpLabel) continue;
-      std::vector<std::vector<uint32_t>> out(lanes_);
-      for (uint32_t lane = 0; lane < lanes_; ++lane) out[lane] = One(inst, lane);
-      values_[inst.resultId] = std::move(out);
-    }
-  }
-
- private:
-  std::vector<uint32_t> One(const Instruction& inst, uint32_t lane) {
-    auto op = [&](size_t k) { return Get(inst.Operand(k))[lane]; };
-    switch (inst.opcode) {
-      case spv::Op::OpBitwiseAnd: return {op(0)[0] & op(1)[0]};
-      case spv::Op::OpBitCount: return {static_cast<uint32_t>(std::popcount(op(0)[0]))};
-      case spv::Op::OpINotEqual: return {op(0)[0] != op(1)[0] ? 1u : 0u};
-      case spv::Op::OpSelect: return op(0)[0] ? op(1) : op(2);
-      case spv::Op::OpCompositeConstruct: {
-        std::vector<uint32_t> v;
-        for (size_t k = 0; k < inst.operands.size(); ++k) v.push_back(op(k)[0]);
-        return v;
-      }
-      case spv::Op::OpCompositeExtract: return {op(0).at(inst.operands[1])};
-      case spv::Op::OpCompositeInsert: {
-        std::vector<uint32_t> v = op(1);
-        if (v.size() <= inst.operands[2]) v.resize(inst.operands[2] + 1);
-        v[inst.operands[2]] = op(0)[0];
-        return v;
-      }
-      case spv::Op::OpBitcast: {
-        const std::vector<uint32_t> v = op(0);
-        if (v.size() == 2) return {(v[0] & 0xffff) | (v[1] << 16)};  // 16-bit pair -> uint
-        return {v[0] & 0xffff, v[0] >> 16};                            // uint -> 16-bit pair
-      }
-      case spv::Op::OpGroupNonUniformShuffleXor: {
-        const uint32_t from = lane ^ Get(inst.Operand(2))[lane][0];
-        REQUIRE(from < lanes_);
-        return Get(inst.Operand(1))[from];
-      }
-      default: FAIL("unexpected opcode " << spv::OpToString(inst.opcode)); return {};
-    }
-  }
-  const coopmat::TypeManager& types_;
-  uint32_t lanes_;
-  std::map<uint32_t, std::vector<std::vector<uint32_t>>> values_;
-};
-
-}  // namespace
 
 // 16-bit moves that are an exchange between two lanes take one shuffle per packed pair
 // (GFX11 wave32 Acc -> B). The emitted code, run for every lane of the subgroup, must

@@ -191,6 +191,7 @@ enum class DriverFamily {
   RadvGfx11,  // layouts.md section 3 (also AMDVLK GFX11)
   RadvGfx12,  // layouts.md section 4.1, current "C layout" for all uses
   CdnaMfma,   // layouts.md section 5.2 / seed 004 accumulators, subgroup 64
+  NvidiaMma,  // PTX mma.sync fragments (sm80), subgroup 32; unverified on NVK
 };
 const char* ToString(DriverFamily family);
 

@@ -1,0 +1,380 @@
+// Layout-generic register code: the coordinate, gather and pair-exchange builders
+// against random GF(2)-linear layouts (random lane/index -> row/column bit maps,
+// bit permutations and general invertible maps, replicated lanes, every subgroup
+// size from 4 to 64, 8/16/32-bit element types, A/B/Accumulator) and against the
+// NVIDIA mma fragment and CDNA3 MFMA tables. The emitted SPIR-V is executed for
+// every lane of a simulated subgroup (subgroup_eval.h) and compared with the
+// layout's own map, so a builder that only works for the built-in tables fails.
+//
+// The seed is printed; COOPMAT_RANDOM_LAYOUT_SEED repeats a run.
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+
+#include "coopmat/layout.h"
+#include "register.h"
+#include "subgroup_eval.h"
+
+using coopmat::BitImage;
+using coopmat::Coord;
+using coopmat::LayoutKey;
+using coopmat::LinearLayout;
+using passtest::EmitFixture;
+using passtest::SubgroupEvaluator;
+
+namespace {
+
+uint32_t Log2(uint32_t v) { return static_cast<uint32_t>(std::countr_zero(v)); }
+
+uint32_t Seed() {
+  static const uint32_t seed = [] {
+    if (const char* text = std::getenv("COOPMAT_RANDOM_LAYOUT_SEED")) return static_cast<uint32_t>(std::stoul(text));
+    return std::random_device{}();
+  }();
+  return seed;
+}
+
+uint32_t Apply(const std::vector<uint32_t>& images, uint32_t x) {
+  uint32_t out = 0;
+  for (size_t k = 0; k < images.size(); ++k)
+    if (x >> k & 1) out ^= images[k];
+  return out;
+}
+
+// A random layout of this key with 2^replicaBits copies of every element: the
+// replica lane bits map to nothing, the other lane and index bits onto the row and
+// column bits by a random bit permutation or, when !permutation, a random
+// invertible GF(2) map (so single input bits may set several coordinate bits).
+LinearLayout RandomLayout(std::mt19937& random, LayoutKey key, uint32_t replicaBits, bool permutation) {
+  const uint32_t R = Log2(key.rows), C = Log2(key.cols), Ls = Log2(key.subgroupSize);
+  const uint32_t Is = R + C + replicaBits - Ls;
+  LinearLayout l;
+  l.key = key;
+  l.length = 1u << Is;
+  const uint32_t n = R + C;
+  // Columns of an invertible n x n matrix over GF(2), as coordinate-bit masks.
+  std::vector<uint32_t> images;
+  for (;;) {
+    images.clear();
+    if (permutation) {
+      for (uint32_t j = 0; j < n; ++j) images.push_back(1u << j);
+      std::shuffle(images.begin(), images.end(), random);
+    } else {
+      for (uint32_t j = 0; j < n; ++j) images.push_back(static_cast<uint32_t>(random()) & ((1u << n) - 1));
+    }
+    // Rank check by elimination.
+    std::vector<uint32_t> pivot(32, 0);  // by highest set bit
+    uint32_t rank = 0;
+    for (uint32_t v : images) {
+      while (v && pivot[31 - std::countl_zero(v)]) v ^= pivot[31 - std::countl_zero(v)];
+      if (v) {
+        pivot[31 - std::countl_zero(v)] = v;
+        ++rank;
+      }
+    }
+    if (rank == n) break;
+  }
+  auto toImage = [&](uint32_t m) { return BitImage{m & ((1u << R) - 1), m >> R}; };
+  std::vector<uint32_t> lanes(Ls);
+  for (uint32_t k = 0; k < Ls; ++k) lanes[k] = k;
+  std::shuffle(lanes.begin(), lanes.end(), random);
+  std::vector<bool> replica(Ls, false);
+  for (uint32_t k = 0; k < replicaBits; ++k) replica[lanes[k]] = true;
+  size_t next = 0;
+  for (uint32_t k = 0; k < Ls; ++k) l.laneBits.push_back(replica[k] ? BitImage{} : toImage(images[next++]));
+  for (uint32_t k = 0; k < Is; ++k) l.indexBits.push_back(toImage(images[next++]));
+  return l;
+}
+
+struct Shape {
+  uint32_t rows, cols, subgroup, replicaBits;
+};
+
+// A shape whose element count and replication fit the subgroup: length >= 1.
+Shape RandomShape(std::mt19937& random) {
+  for (;;) {
+    const uint32_t subgroup = 1u << (2 + random() % 5);  // 4 .. 64
+    const uint32_t rows = 1u << (random() % 6), cols = 1u << (random() % 6);  // 1 .. 32
+    const uint32_t Ls = Log2(subgroup), n = Log2(rows) + Log2(cols);
+    const uint32_t replicaBits = random() % 3 == 0 ? static_cast<uint32_t>(random() % (Ls + 1)) : 0;
+    if (n + replicaBits < Ls) continue;
+    if (n + replicaBits - Ls > 8) continue;  // the register path's 256-element cap
+    return {rows, cols, subgroup, replicaBits};
+  }
+}
+
+// The element types the gathers move, with what the matrix type's component is.
+enum class Element { U32, F16, U16, U8, BF16, E4M3 };
+const char* Name(Element e) {
+  switch (e) {
+    case Element::U32: return "u32";
+    case Element::F16: return "f16";
+    case Element::U16: return "u16";
+    case Element::U8: return "u8";
+    case Element::BF16: return "bf16";
+    case Element::E4M3: return "e4m3";
+  }
+  return "?";
+}
+uint32_t EncodedFloat(coopmat::ir::Module& m, coopmat::TypeManager& t, uint32_t width, spv::FPEncoding encoding) {
+  const uint32_t id = m.TakeId();
+  t.AddGlobal(coopmat::ir::Instruction(spv::Op::OpTypeFloat, 0, id, {width, static_cast<uint32_t>(encoding)}));
+  return id;
+}
+uint32_t TypeFor(coopmat::ir::Module& m, coopmat::TypeManager& t, Element e) {
+  switch (e) {
+    case Element::U32: return t.Uint();
+    case Element::F16: return t.Float(16);
+    case Element::U16: return t.Int(16, false);
+    case Element::U8: return t.Int(8, false);
+    case Element::BF16: return EncodedFloat(m, t, 16, spv::FPEncoding::BFloat16KHR);
+    case Element::E4M3: return EncodedFloat(m, t, 8, spv::FPEncoding::Float8E4M3EXT);
+  }
+  return 0;
+}
+uint32_t Bits(Element e) {
+  switch (e) {
+    case Element::U32: return 32;
+    case Element::U8:
+    case Element::E4M3: return 8;
+    default: return 16;
+  }
+}
+
+// Runs a gather or pair-exchange plan's emitted code on a subgroup and checks that
+// each destination element holds the source element of its (transposed) coordinate.
+// Values are tagged twice (once with their lane, once with their index) so that the
+// tags fit 8-bit elements.
+void CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const LinearLayout& to, bool transpose, Element element) {
+  const uint32_t size = from.key.subgroupSize;
+  EmitFixture f;
+  coopmat::TypeManager& types = f.types;
+  coopmat::FunctionState fs{f.function};
+  fs.lane = f.module.TakeId();
+  const uint32_t valueType = TypeFor(f.module, types, element);
+  std::vector<uint32_t> sources(from.length);
+  for (uint32_t& id : sources) {
+    id = f.module.TakeId();
+    types.SetTypeOf(id, valueType);
+  }
+  coopmat::Builder b(f.context, f.function, 0, 1);
+  const uint32_t result = coopmat::EmitGather(b, fs, plan, [&](uint32_t i) { return sources.at(i); }, valueType, nullptr,
+                                              types.Vector(valueType, to.length), 0);
+  std::vector<std::vector<uint32_t>> tag[2];  // [0]: source lane, [1]: source index
+  for (int pass = 0; pass < 2; ++pass) {
+    SubgroupEvaluator eval(types, size);
+    std::vector<std::vector<uint32_t>> lanes(size);
+    for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
+    eval.Set(fs.lane, lanes);
+    for (uint32_t i = 0; i < from.length; ++i) {
+      std::vector<std::vector<uint32_t>> tagged(size);
+      for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {pass == 0 ? lane : i};
+      eval.Set(sources[i], tagged);
+    }
+    eval.Run(f.Emitted());
+    tag[pass] = eval.Get(result);
+  }
+  for (uint32_t lane = 0; lane < size; ++lane) {
+    REQUIRE(tag[0][lane].size() == to.length);
+    for (uint32_t e = 0; e < to.length; ++e) {
+      Coord want = to.CoordinateOf(lane, e);
+      if (transpose) std::swap(want.row, want.col);
+      const uint32_t sourceLane = tag[0][lane][e], sourceIndex = tag[1][lane][e];
+      REQUIRE(sourceLane < size);
+      REQUIRE(sourceIndex < from.length);
+      const Coord got = from.CoordinateOf(sourceLane, sourceIndex);
+      INFO("lane " << lane << " element " << e << ": source lane " << sourceLane << " index " << sourceIndex << " holds ("
+                   << got.row << ", " << got.col << "), want (" << want.row << ", " << want.col << ")");
+      REQUIRE(got == want);
+    }
+  }
+}
+
+// RegisterCoordinate's code, run for every lane and every index (a per-lane dynamic
+// index, and every constant index), must give the layout's row and column.
+void CheckCoordinates(const LinearLayout& layout) {
+  const uint32_t size = layout.key.subgroupSize;
+  for (bool column : {false, true}) {
+    INFO(coopmat::ToString(layout.key) << (column ? " column" : " row") << "\n" << coopmat::FormatLayout(layout));
+    EmitFixture f;
+    coopmat::FunctionState fs{f.function};
+    fs.lane = f.module.TakeId();
+    const uint32_t index = f.module.TakeId();
+    f.types.SetTypeOf(index, f.types.Uint());
+    coopmat::Builder b(f.context, f.function, 0, 1);
+    const uint32_t dynamic = coopmat::RegisterCoordinate(b, fs, layout, index, column);
+    std::vector<uint32_t> constant;
+    for (uint32_t e = 0; e < layout.length; ++e) constant.push_back(coopmat::RegisterCoordinate(b, fs, layout, b.U(e), column));
+    for (uint32_t shift = 0; shift < layout.length; ++shift) {
+      SubgroupEvaluator eval(f.types, size);
+      std::vector<std::vector<uint32_t>> lanes(size), indices(size);
+      for (uint32_t lane = 0; lane < size; ++lane) {
+        lanes[lane] = {lane};
+        indices[lane] = {(lane * 5 + shift) % layout.length};
+      }
+      eval.Set(fs.lane, lanes);
+      eval.Set(index, indices);
+      eval.Run(f.Emitted());
+      for (uint32_t lane = 0; lane < size; ++lane) {
+        const uint32_t e = indices[lane][0];
+        const Coord want = layout.CoordinateOf(lane, e);
+        INFO("lane " << lane << " index " << e);
+        REQUIRE(eval.Get(dynamic)[lane].at(0) == (column ? want.col : want.row));
+        if (shift == 0)
+          for (uint32_t k = 0; k < layout.length; ++k) {
+            const Coord at = layout.CoordinateOf(lane, k);
+            INFO("constant index " << k);
+            REQUIRE(eval.Get(constant[k])[lane].at(0) == (column ? at.col : at.row));
+          }
+      }
+    }
+  }
+}
+
+std::vector<LinearLayout> VendorTables() {
+  std::vector<LinearLayout> all;
+  for (auto [family, size] : {std::pair{coopmat::DriverFamily::NvidiaMma, 32u}, std::pair{coopmat::DriverFamily::CdnaMfma, 64u}})
+    for (auto& l : coopmat::BuiltinLayouts(family, size)) all.push_back(std::move(l));
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("XorBits: runs of single bits never take in a zero or multi-bit image", "[register][random]") {
+  // The lists review finding 3 names; [1, 0, 8] is the NVIDIA mma column map of the index.
+  const std::vector<std::vector<uint32_t>> lists = {{1, 0}, {2, 1, 0}, {1, 3}, {0, 0, 1, 0, 0}, {1, 0, 8}, {4, 2, 1, 6}, {2, 1, 5}};
+  std::mt19937 random(Seed());
+  std::vector<std::vector<uint32_t>> all = lists;
+  for (int n = 0; n < 2000; ++n) {
+    std::vector<uint32_t> images(1 + random() % 8);
+    for (uint32_t& image : images) {
+      const uint32_t kind = random() % 4;
+      image = kind == 0 ? 0 : kind == 1 ? static_cast<uint32_t>(random() % 64) : 1u << (random() % 6);
+    }
+    all.push_back(images);
+  }
+  for (const auto& images : all) {
+    const uint32_t width = static_cast<uint32_t>(images.size());
+    for (uint32_t valueBits : {~0u, (1u << width) - 1}) {
+      EmitFixture f;
+      const uint32_t x = f.module.TakeId();
+      f.types.SetTypeOf(x, f.types.Uint());
+      coopmat::Builder b(f.context, f.function, 0, 1);
+      const uint32_t result = coopmat::XorBits(b, x, images, valueBits);
+      // Every shift amount the code uses is a constant below 32 (no undefined shifts).
+      for (const auto& inst : f.Emitted())
+        if (inst.opcode == spv::Op::OpShiftLeftLogical || inst.opcode == spv::Op::OpShiftRightLogical) {
+          auto amount = f.types.ConstantValue(inst.Operand(1));
+          REQUIRE(amount);
+          REQUIRE(*amount < 32);
+        }
+      SubgroupEvaluator eval(f.types, 1u << width);
+      std::vector<std::vector<uint32_t>> inputs(1u << width);
+      for (uint32_t v = 0; v < (1u << width); ++v) inputs[v] = {v};
+      eval.Set(x, inputs);
+      eval.Run(f.Emitted());
+      for (uint32_t v = 0; v < (1u << width); ++v) {
+        std::string list;
+        for (uint32_t image : images) list += std::to_string(image) + " ";
+        INFO("images [ " << list << "] value bits " << valueBits << " x " << v);
+        REQUIRE(eval.Get(result)[v].at(0) == Apply(images, v));
+      }
+    }
+  }
+  // [1, 0] keeps bit 0 and drops bit 1: one AND, nothing else.
+  EmitFixture f;
+  const uint32_t x = f.module.TakeId();
+  f.types.SetTypeOf(x, f.types.Uint());
+  coopmat::Builder b(f.context, f.function, 0, 1);
+  const uint32_t result = coopmat::XorBits(b, x, {1, 0});
+  REQUIRE(f.Emitted().size() == 2);  // the label and the AND
+  const auto& inst = f.Emitted().back();
+  CHECK(inst.resultId == result);
+  CHECK(inst.opcode == spv::Op::OpBitwiseAnd);
+  CHECK(inst.Operand(0) == x);
+  CHECK(f.types.ConstantValue(inst.Operand(1)) == std::optional<uint32_t>(1));
+}
+
+TEST_CASE("random layouts: register coordinates match the layout's map at every lane and index", "[register][random]") {
+  std::cout << "random layouts: seed " << Seed() << " (COOPMAT_RANDOM_LAYOUT_SEED repeats it)\n";
+  std::mt19937 random(Seed() ^ 0x1);
+  size_t checked = 0;
+  for (int n = 0; n < 1500; ++n) {
+    const Shape s = RandomShape(random);
+    const uint32_t use = static_cast<uint32_t>(random() % 3);
+    const LinearLayout layout = RandomLayout(random, {coopmat::kTypeF16, use, s.rows, s.cols, s.subgroup}, s.replicaBits, random() % 2 == 0);
+    REQUIRE(coopmat::ValidateLayout(layout).empty());
+    CheckCoordinates(layout);
+    ++checked;
+  }
+  for (const LinearLayout& layout : VendorTables()) {
+    CheckCoordinates(layout);
+    ++checked;
+  }
+  CHECK(checked > 1500);
+}
+
+TEST_CASE("random layouts: conversion gathers and pair exchanges put every element in its place", "[register][random]") {
+  std::mt19937 random(Seed() ^ 0x2);
+  const Element elements[] = {Element::U32, Element::F16, Element::U16, Element::U8, Element::BF16, Element::E4M3};
+  size_t gathers = 0, exchanges = 0, attempts = 0, dynamicDest = 0, laneMaps = 0;
+  auto tryMove = [&](const LinearLayout& from, const LinearLayout& to, bool transpose) {
+    ++attempts;
+    const Element element = elements[random() % std::size(elements)];
+    INFO(Name(element) << " " << coopmat::FormatLayout(from) << " -> " << coopmat::FormatLayout(to) << (transpose ? " transposed" : ""));
+    EmitFixture context;
+    if (auto plan = coopmat::PlanRegisterMove(context.context, &from, &to, transpose)) {
+      CheckMove(*plan, from, to, transpose, element);
+      ++gathers;
+      dynamicDest += plan->DynamicDest();
+      laneMaps += !plan->identityLanes;
+    }
+    if (Bits(element) == 16)
+      if (auto plan = coopmat::PlanPairExchange(&from, &to, transpose)) {
+        CheckMove(*plan, from, to, transpose, element);
+        ++exchanges;
+      }
+  };
+  for (int n = 0; n < 1500; ++n) {
+    const Shape s = RandomShape(random);
+    const bool transpose = random() % 3 == 0;
+    const LayoutKey fromKey{coopmat::kTypeF16, coopmat::kUseAccumulator, s.rows, s.cols, s.subgroup};
+    const LayoutKey toKey{coopmat::kTypeF16, static_cast<uint32_t>(random() % 2), transpose ? s.cols : s.rows,
+                          transpose ? s.rows : s.cols, s.subgroup};
+    // Mostly bit permutations (every surveyed driver), some general maps; the
+    // replication of each side drawn on its own.
+    const uint32_t Ls = Log2(s.subgroup), n2 = Log2(s.rows) + Log2(s.cols);
+    uint32_t toReplicas = random() % 2 ? static_cast<uint32_t>(random() % (Ls + 1)) : 0;
+    if (n2 + toReplicas < Ls || n2 + toReplicas - Ls > 8) toReplicas = s.replicaBits;
+    const LinearLayout from = RandomLayout(random, fromKey, s.replicaBits, random() % 4 != 0);
+    const LinearLayout to = RandomLayout(random, toKey, toReplicas, random() % 4 != 0);
+    tryMove(from, to, transpose);
+  }
+  // The vendor tables against each other and against random layouts of their shape.
+  const auto vendor = VendorTables();
+  for (const LinearLayout& from : vendor)
+    for (const LinearLayout& to : vendor)
+      for (bool transpose : {false, true}) {
+        if (from.key.subgroupSize != to.key.subgroupSize || from.key.use == to.key.use) continue;
+        if ((transpose ? to.key.cols : to.key.rows) != from.key.rows || (transpose ? to.key.rows : to.key.cols) != from.key.cols) continue;
+        tryMove(from, to, transpose);
+      }
+  for (const LinearLayout& table : vendor) {
+    const LinearLayout other = RandomLayout(random, {coopmat::kTypeF16, coopmat::kUseB, table.key.rows, table.key.cols, table.key.subgroupSize},
+                                            0, true);
+    tryMove(table, other, false);
+    tryMove(other, table, false);
+  }
+  std::cout << "random layouts: " << attempts << " moves, " << gathers << " gathers (" << laneMaps << " with a lane map, "
+            << dynamicDest << " with dynamic destinations), " << exchanges << " pair exchanges run\n";
+  // Most random pairs have a one-shuffle-per-element plan; each form is exercised.
+  CHECK(gathers > attempts / 2);
+  CHECK(exchanges > 0);
+  CHECK(laneMaps > 0);
+  CHECK(dynamicDest > 0);
+}
