@@ -133,16 +133,6 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
   return options;
 }
 
-// Every subgroup size a pipeline on the device may run with: the powers of two in
-// [min, max] with subgroup size control, else the one default size.
-std::vector<uint32_t> SupportedSubgroupSizes(const PhysicalDeviceInfo& info) {
-  if (!info.subgroupSizeControl || !info.minSubgroupSize || info.minSubgroupSize > info.maxSubgroupSize)
-    return {info.subgroupSize};
-  std::vector<uint32_t> sizes;
-  for (uint32_t size = info.minSubgroupSize; size && size <= info.maxSubgroupSize; size *= 2) sizes.push_back(size);
-  return sizes;
-}
-
 // What else a pipeline-time lowering depends on: the device and driver build (a
 // disk entry must not reach another GPU or driver), the layer version and options.
 uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physicalDevice, const LowerOptions& options) {
@@ -162,52 +152,21 @@ uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physi
   return h.Finish().low;
 }
 
-// shaderSubgroupExtendedTypes lets 16-bit values cross lanes as themselves, which
-// ACO folds into the consumer as DPP (the packed 32-bit form costs a v_pack per
-// pair: AMD lane, f16 Row reduce). Where the device supports it (Vulkan 1.2+) and
-// the app did not enable it, the layer enables it in its copy of the chain: a
-// supported core feature the app did not ask for changes nothing it can observe.
-struct SubgroupExtendedTypes {
-  bool enabled = false;
-  const VkBaseInStructure* replacement = nullptr;  // the app's feature struct with the bit set
-  std::shared_ptr<VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures> prepend;  // or a struct of ours
-  VkPhysicalDeviceVulkan12Features vulkan12{};
-  VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures standalone{};
-};
-
-SubgroupExtendedTypes EnableSubgroupExtendedTypes(const InstanceData& instance, VkPhysicalDevice physicalDevice,
-                                                  const PhysicalDeviceInfo& info, const VkDeviceCreateInfo* createInfo) {
-  SubgroupExtendedTypes out;
-  const auto* vulkan12 = reinterpret_cast<const VkPhysicalDeviceVulkan12Features*>(
-      FindInChain(createInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES));
-  const auto* standalone = reinterpret_cast<const VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures*>(
-      FindInChain(createInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES));
-  if ((vulkan12 && vulkan12->shaderSubgroupExtendedTypes) || (standalone && standalone->shaderSubgroupExtendedTypes)) {
-    out.enabled = true;
-    return out;
+// What the device supports of the features EnableLayerFeatures may turn on.
+SupportedFeatures QuerySupportedFeatures(const InstanceData& instance, VkPhysicalDevice physicalDevice,
+                                         const PhysicalDeviceInfo& info, uint32_t apiVersion) {
+  SupportedFeatures supported;
+  if (apiVersion < VK_API_VERSION_1_2 || !instance.dispatch.GetPhysicalDeviceFeatures2) return supported;
+  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &supported.vulkan11};
+  supported.vulkan11.pNext = &supported.vulkan12;
+  void** tail = &supported.vulkan12.pNext;
+  if (apiVersion >= VK_API_VERSION_1_3) {
+    *tail = &supported.vulkan13;
+    tail = &supported.vulkan13.pNext;
   }
-  if (std::min(instance.apiVersion, info.apiVersion) < VK_API_VERSION_1_2 || !instance.dispatch.GetPhysicalDeviceFeatures2)
-    return out;
-  VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures supported{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES};
-  VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &supported};
+  if (info.hasKhrCoopmat) *tail = &supported.cooperativeMatrix;
   instance.dispatch.GetPhysicalDeviceFeatures2(physicalDevice, &features);
-  if (!supported.shaderSubgroupExtendedTypes) return out;
-  out.enabled = true;
-  if (vulkan12) {
-    out.vulkan12 = *vulkan12;
-    out.vulkan12.shaderSubgroupExtendedTypes = VK_TRUE;
-    out.replacement = reinterpret_cast<const VkBaseInStructure*>(&out.vulkan12);
-  } else if (standalone) {
-    out.standalone = *standalone;
-    out.standalone.shaderSubgroupExtendedTypes = VK_TRUE;
-    out.replacement = reinterpret_cast<const VkBaseInStructure*>(&out.standalone);
-  } else {
-    out.prepend = std::make_shared<VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures>();
-    out.prepend->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES;
-    out.prepend->shaderSubgroupExtendedTypes = VK_TRUE;
-  }
-  return out;
+  return supported;
 }
 
 template <typename Fn> void Load(DeviceData& data, Fn& slot, const char* name) {
@@ -295,7 +254,7 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
       return r;
     if (!instance.settings.portableOnly)
       data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
-    data->lowerOptions.subgroupSizes = SupportedSubgroupSizes(data->physicalDevice);
+    data->lowerOptions.subgroupSizes = data->physicalDevice.PipelineSubgroupSizes();
     if (const std::optional<DriverFamily> family = RecognizedFamily(*data, physicalDevice))
       ApplyMeasuredCosts(*family, data->lowerOptions);
     data->optionsFingerprint = OptionsFingerprint(instance, physicalDevice, data->lowerOptions);
@@ -327,11 +286,11 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   data->physicalDevice = GetPhysicalDeviceInfo(*instance, physicalDevice);
   data->emulating = data->physicalDevice.serve && EnablesExtension(pCreateInfo, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
 
-  // What goes down: the app's create info, or a copy without our name and struct.
+  // What goes down: the app's create info, or a copy without our name and struct,
+  // with the features the layer needs turned on.
   VkDeviceCreateInfo downInfo = *pCreateInfo;
   std::vector<const char*> downExtensions;
-  ChainCopy chainCopy;
-  SubgroupExtendedTypes extended;  // referenced by the chain until the driver has the device
+  ChainCopy chainCopy;  // referenced by the chain until the driver has the device
   if (data->emulating) {
     if (const auto* requested = reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT*>(
             FindInChain(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT))) {
@@ -348,26 +307,44 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
     }
     downInfo.enabledExtensionCount = static_cast<uint32_t>(downExtensions.size());
     downInfo.ppEnabledExtensionNames = downExtensions.data();
-    extended = EnableSubgroupExtendedTypes(*instance, physicalDevice, data->physicalDevice, pCreateInfo);
-    data->subgroupExtendedTypes = extended.enabled;
     VkStructureType unknown = VK_STRUCTURE_TYPE_MAX_ENUM;
-    if (!chainCopy.Copy(pCreateInfo->pNext, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT,
-                        &downInfo.pNext, extended.replacement, &unknown)) {
+    const bool copied = chainCopy.Copy(pCreateInfo->pNext,
+                                       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT,
+                                       &downInfo.pNext, nullptr, &unknown);
+    if (!copied) {
       // A struct from newer headers sits before ours: it cannot be copied (its size
       // is unknown) and the app's chain is never written, so the feature struct stays
       // in the chain. The driver does not support the extension, and the Vulkan spec
       // ("Valid Usage for Structure Pointer Chains") has every component skip
       // extending structures of extensions it does not support.
       downInfo.pNext = pCreateInfo->pNext;
-      if (extended.replacement) data->subgroupExtendedTypes = false;  // the app's struct went down unchanged
       Log(instance, LogLevel::Info,
           "vkCreateDevice: structure sType " + std::to_string(static_cast<int64_t>(unknown)) +
               " is unknown to the layer and chained before the maintenance1 feature struct, which therefore stays "
               "in the chain the driver gets (drivers skip structures of extensions they do not support)");
     }
-    if (extended.prepend) {
-      extended.prepend->pNext = const_cast<void*>(downInfo.pNext);
-      downInfo.pNext = extended.prepend.get();
+    // The features the probe and the lowering need, where the device has them: in a
+    // copy of every node (the app's chain is never written), or none when a node is unknown.
+    const void* editable = nullptr;
+    const bool editing = copied && chainCopy.CopyEvery(downInfo.pNext, &editable, &unknown);
+    if (editing) downInfo.pNext = editable;
+    const uint32_t apiVersion = std::min(instance->apiVersion, data->physicalDevice.apiVersion);
+    LayerFeatureRequest request;
+    request.apiVersion = apiVersion;
+    request.forProbe = instance->settings.layoutProbe && !instance->settings.portableOnly;
+    request.cooperativeMatrixExtension = EnablesExtension(pCreateInfo, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    const LayerFeatures features =
+        EnableLayerFeatures(editing ? &chainCopy : nullptr, &downInfo.pNext,
+                            QuerySupportedFeatures(*instance, physicalDevice, data->physicalDevice, apiVersion), request);
+    data->subgroupExtendedTypes = features.subgroupExtendedTypes;
+    if (!features.added.empty()) {
+      std::string names;
+      for (const std::string& name : features.added) names += (names.empty() ? "" : ", ") + name;
+      Log(instance, LogLevel::Info, "vkCreateDevice: the layer enabled " + names + " (supported, off in the app's create info)");
+    } else if (copied && !editing) {
+      Log(instance, LogLevel::Info,
+          "vkCreateDevice: structure sType " + std::to_string(static_cast<int64_t>(unknown)) +
+              " is unknown to the layer: it enables no feature of its own, and the layout probe uses the app's");
     }
     // The register path's subgroup shuffles are properties, checked in LayoutsForLowering.
   }
@@ -380,7 +357,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   auto destroy = reinterpret_cast<PFN_vkDestroyDevice>(nextGetDeviceProcAddr(device, "vkDestroyDevice"));
   VkResult finished = VK_ERROR_INITIALIZATION_FAILED;
   try {
-    finished = FinishDevice(*instance, physicalDevice, pCreateInfo, nextGetDeviceProcAddr, device, std::move(data));
+    // The create info that went down: what the device really has enabled.
+    finished = FinishDevice(*instance, physicalDevice, &downInfo, nextGetDeviceProcAddr, device, std::move(data));
   } catch (const std::bad_alloc&) {
     finished = VK_ERROR_OUT_OF_HOST_MEMORY;
   } catch (...) {

@@ -376,6 +376,7 @@ std::string Hex(const uint8_t* bytes, size_t n) {
 struct DeviceIdentity {
   std::string cacheName;  // unique per device, driver build, subgroup sizes and layer version
   VkDriverId driverId = VkDriverId(0);
+  uint32_t driverVersion = 0;
   std::string deviceName;
 };
 
@@ -390,6 +391,7 @@ DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalD
   if (!instance.dispatch.GetPhysicalDeviceProperties2) return identity;
   instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
   identity.driverId = driver.driverID;
+  identity.driverVersion = properties.properties.driverVersion;
   identity.deviceName = properties.properties.deviceName;
   // The sizes belong in the key: a driver setting can change them and leave the UUIDs alone.
   std::string sizes;
@@ -452,24 +454,8 @@ std::optional<DriverFamily> KnownFamily(const DeviceIdentity& identity) {
   return std::nullopt;
 }
 
-// Every subgroup size a compute pipeline on the device may run at: the powers of
-// two in [minSubgroupSize, maxSubgroupSize].
-std::vector<uint32_t> SubgroupSizes(const PhysicalDeviceInfo& info) {
-  std::vector<uint32_t> sizes;
-  for (uint32_t size = info.minSubgroupSize; size != 0 && size <= info.maxSubgroupSize; size *= 2) sizes.push_back(size);
-  return sizes;
-}
-
 bool Supported(const std::vector<uint32_t>& sizes, const LinearLayout& layout) {
   return std::find(sizes.begin(), sizes.end(), layout.key.subgroupSize) != sizes.end();
-}
-
-// The family's built-in layouts of every key the driver lists, at every size.
-std::vector<LinearLayout> BuiltinFor(DriverFamily family, const std::vector<LayoutKey>& keys) {
-  std::vector<LinearLayout> out;
-  for (const LayoutKey& key : keys)
-    if (std::optional<LinearLayout> layout = BuiltinLayout(family, key)) out.push_back(*layout);
-  return out;
 }
 
 }  // namespace
@@ -481,6 +467,7 @@ struct ProbeOutcome {
   std::vector<LinearLayout> layouts;
   std::vector<std::string> notes;
   bool runFailed = false;  // a key could not be probed or fitted nothing: not cacheable
+  bool observedAny = false;  // some dispatch read back slots (fitted or not): the probe runs here
   bool limited = false;    // some types were left out for the app's features: not cacheable for other apps
   bool deviceLost = false;
 };
@@ -514,9 +501,10 @@ ProbeOutcome Probe(const InstanceData& instance, const ProbeContext& context, co
       return out;
     }
     FitResult fit;
+    out.observedAny |= observed.has_value();
     if (observed) fit = FitLinearLayout(key, *observed);
     if (!observed || !fit.ok) {
-      out.notes.push_back("no linear layout: " + ToString(key) + ": " + (observed ? fit.error : error));
+      out.notes.push_back("no linear layout: " + (observed ? fit.error : ToString(key) + ": " + error));  // a fit error names the key
       out.runFailed = true;
       continue;
     }
@@ -538,31 +526,42 @@ std::string Join(const std::vector<uint32_t>& sizes) {
   return out;
 }
 
+// One line per key the driver lists: "layout: <text form>  # <origin>" for the
+// layouts the register path will use, "no layout: <key>" for the others (their
+// operations take the portable path). coopmat-info shows these lines.
+void ReportLayouts(const InstanceData& instance, const std::vector<LayoutKey>& keys, const std::vector<LinearLayout>& layouts,
+                   const std::string& origin) {
+  for (const LinearLayout& layout : layouts) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout) + "  # " + origin);
+  for (const LayoutKey& key : keys)
+    if (std::none_of(layouts.begin(), layouts.end(), [&](const LinearLayout& l) { return l.key == key; }))
+      Log(&instance, LogLevel::Info, "no layout: " + ToString(key));
+}
+
 }  // namespace
 
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost) {
   const InstanceData& instance = *device.instance;
-  const std::vector<uint32_t> sizes = SubgroupSizes(device.physicalDevice);
+  const std::vector<uint32_t> sizes = device.physicalDevice.PipelineSubgroupSizes();
   const DeviceIdentity identity = Identify(instance, context.physicalDevice, sizes);
   const std::optional<DriverFamily> family = KnownFamily(identity);
   const std::filesystem::path directory = CacheDirectory();
   const std::filesystem::path cachePath =
       directory.empty() || identity.cacheName.empty() ? std::filesystem::path() : directory / identity.cacheName;
+  std::vector<LayoutKey> keys;
+  for (uint32_t size : sizes)
+    for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, size)) keys.push_back(key);
   if (!cachePath.empty()) {
     if (auto cached = ReadCache(cachePath)) {
       // A layout for a size pipelines here cannot run at would be applied to the wrong lanes.
       std::erase_if(*cached, [&](const LinearLayout& layout) { return !Supported(sizes, layout); });
       if (!cached->empty()) {
         Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->size()) + " from " + cachePath.string());
-        for (const LinearLayout& layout : *cached) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout));
+        ReportLayouts(instance, keys, *cached, "probed (cached)");
         return *cached;
       }
     }
   }
 
-  std::vector<LayoutKey> keys;
-  for (uint32_t size : sizes)
-    for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, size)) keys.push_back(key);
   // Probing at a size other than the default needs a required size, which needs the
   // app's subgroupSizeControl and computeFullSubgroups.
   ProbeOutcome outcome;
@@ -578,31 +577,42 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
     *deviceLost = true;
     return {};
   }
+  const LayoutChoice choice = ChooseLayouts(outcome.layouts, outcome.observedAny, family, identity.driverVersion, keys);
   if (outcome.layouts.empty()) {
-    // Nothing read (Mesa's drm-shim executes nothing; a failing dispatch): the
-    // published table of a recognised family, never cached, so that a working probe
-    // replaces it.
+    // Nothing fitted. A table is used only where the probe read nothing (Mesa's
+    // drm-shim executes nothing; a failing dispatch), never cached, so that a working
+    // probe replaces it.
     const auto failure = std::find_if(outcome.notes.begin(), outcome.notes.end(),
                                       [](const std::string& note) { return note.rfind("not probed: ", 0) != 0; });
     const std::string why = failure != outcome.notes.end() ? *failure
                             : outcome.notes.empty()        ? "no key to probe"
                                                            : outcome.notes.front();
-    std::vector<LinearLayout> builtin = family ? BuiltinFor(*family, keys) : std::vector<LinearLayout>{};
-    if (builtin.empty()) {
-      Log(&instance, LogLevel::Warning, "layout probe: no layout fitted (" + why + "); operations use the portable path");
+    if (choice.builtin) {
+      Log(&instance, LogLevel::Info,
+          std::string("layouts: the probe fitted nothing (") + why + "); using the built-in " + ToString(*family) +
+              " table (driver " + DriverVersionString(identity.driverVersion) + "), " +
+              std::to_string(choice.layouts.size()) + " layouts at subgroup sizes " + Join(sizes));
+      const DriverVersionRange range = BuiltinDriverRange(*family);
+      ReportLayouts(instance, keys, choice.layouts,
+                    std::string("built-in ") + ToString(*family) + " table, driver versions " +
+                        DriverVersionString(range.first) + " to " + DriverVersionString(range.last));
+      return choice.layouts;
+    }
+    if (!outcome.observedAny) {
+      Log(&instance, LogLevel::Warning,
+          "layout probe: no layout read (" + why + (choice.refusal.empty() ? "" : "; " + choice.refusal) +
+              "); operations use the portable path");
+      ReportLayouts(instance, keys, {}, "");
       return {};
     }
-    Log(&instance, LogLevel::Info,
-        std::string("layouts: the probe fitted nothing (") + why + "); using the built-in " + ToString(*family) +
-            " table, " + std::to_string(builtin.size()) + " layouts at subgroup sizes " + Join(sizes));
-    return builtin;
+    if (!choice.refusal.empty()) Log(&instance, LogLevel::Info, "layout probe: " + choice.refusal);
   }
   // A failure is a warning; a type left out on purpose (the app's features, no probe
   // for the shape) is said at info level.
   for (const std::string& note : outcome.notes)
     Log(&instance, note.rfind("not probed: ", 0) != 0 ? LogLevel::Warning : LogLevel::Info,
         "layout probe: " + note + "; operations on it use the portable path");
-  for (const LinearLayout& layout : outcome.layouts) Log(&instance, LogLevel::Info, "layout: " + FormatLayout(layout));
+  ReportLayouts(instance, keys, outcome.layouts, "probed");
   if (!outcome.runFailed && !outcome.limited && !cachePath.empty() && !WriteCache(cachePath, outcome.layouts, outcome.notes))
     Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
   return outcome.layouts;
@@ -613,7 +623,7 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
 namespace coopmat::layer {
 
 std::optional<DriverFamily> RecognizedFamily(const DeviceData& device, VkPhysicalDevice physicalDevice) {
-  return KnownFamily(Identify(*device.instance, physicalDevice, SubgroupSizes(device.physicalDevice)));
+  return KnownFamily(Identify(*device.instance, physicalDevice, device.physicalDevice.PipelineSubgroupSizes()));
 }
 
 std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
@@ -625,7 +635,7 @@ std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysica
   if ((info.subgroupOperations & needed) != needed || !(info.subgroupStages & VK_SHADER_STAGE_COMPUTE_BIT)) return {};
   // Layouts of every size a pipeline may run at (the lowering picks per size, or
   // stays portable where it cannot); none of a size it cannot run at.
-  const std::vector<uint32_t> sizes = SubgroupSizes(info);
+  const std::vector<uint32_t> sizes = info.PipelineSubgroupSizes();
   std::vector<LinearLayout> layouts;
   for (const LinearLayout& layout : probed)
     if (Supported(sizes, layout)) layouts.push_back(layout);

@@ -61,4 +61,34 @@ bool ChainCopy::Copy(const void* chain, VkStructureType drop, const void** out, 
   return true;
 }
 
+bool ChainCopy::CopyEvery(const void* chain, const void** out, VkStructureType* unknown) {
+  const VkBaseInStructure** link = reinterpret_cast<const VkBaseInStructure**>(out);
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext) {
+    const size_t size = StructSize(s->sType);
+    if (size == 0) {
+      if (unknown) *unknown = s->sType;
+      return false;
+    }
+    auto storage = std::make_unique<std::byte[]>(size);
+    std::memcpy(storage.get(), s, size);
+    auto* copy = reinterpret_cast<VkBaseInStructure*>(storage.get());
+    storage_.push_back(std::move(storage));
+    *link = copy;
+    link = const_cast<const VkBaseInStructure**>(&copy->pNext);
+  }
+  *link = nullptr;
+  return true;
+}
+
+VkBaseOutStructure* ChainCopy::New(VkStructureType type) {
+  const size_t size = StructSize(type);
+  if (size == 0) return nullptr;
+  auto storage = std::make_unique<std::byte[]>(size);
+  std::memset(storage.get(), 0, size);
+  auto* s = reinterpret_cast<VkBaseOutStructure*>(storage.get());
+  s->sType = type;
+  storage_.push_back(std::move(storage));
+  return s;
+}
+
 }  // namespace coopmat::layer

@@ -23,6 +23,13 @@ class ChainCopy {
   bool Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace = nullptr,
             VkStructureType* unknown = nullptr);
 
+  // Copies every node of `chain` (so the caller may edit any of them); false, with
+  // the sType in *unknown, when a node's size is unknown.
+  bool CopyEvery(const void* chain, const void** out, VkStructureType* unknown = nullptr);
+
+  // A zeroed struct of a known sType (0 size: null), owned like the copies.
+  VkBaseOutStructure* New(VkStructureType type);
+
   // A copy of one struct whose pNext the caller may then change.
   template <typename T> T* Own(const T& value) {
     auto storage = std::make_unique<std::byte[]>(sizeof(T));

@@ -1,5 +1,6 @@
 #include "probe_features.h"
 
+#include <cstddef>
 #include <cstring>
 
 namespace coopmat::layer {
@@ -64,7 +65,93 @@ bool Enables(const VkDeviceCreateInfo& info, const char* name) {
   return false;
 }
 
+// One feature bit: where it lives in the core struct of its version and in the
+// struct that was promoted into it.
+struct FeatureBit {
+  const char* name;
+  uint32_t version;  // VK_API_VERSION_1_x whose core struct has it; 0: extension struct only
+  VkStructureType core;
+  size_t coreOffset;
+  VkStructureType promoted;
+  size_t promotedOffset;
+  bool probe;  // needed by the probe (else by the lowering)
+};
+
+#define COOPMAT_CORE(version, minor, member) version, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_##minor##_FEATURES, \
+    offsetof(VkPhysicalDeviceVulkan1##minor##Features, member)
+const FeatureBit kFeatureBits[] = {
+    {"shaderSubgroupExtendedTypes", COOPMAT_CORE(VK_API_VERSION_1_2, 2, shaderSubgroupExtendedTypes),
+     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SUBGROUP_EXTENDED_TYPES_FEATURES,
+     offsetof(VkPhysicalDeviceShaderSubgroupExtendedTypesFeatures, shaderSubgroupExtendedTypes), false},
+    {"vulkanMemoryModel", COOPMAT_CORE(VK_API_VERSION_1_2, 2, vulkanMemoryModel),
+     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES,
+     offsetof(VkPhysicalDeviceVulkanMemoryModelFeatures, vulkanMemoryModel), true},
+    {"shaderFloat16", COOPMAT_CORE(VK_API_VERSION_1_2, 2, shaderFloat16), VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+     offsetof(VkPhysicalDeviceShaderFloat16Int8Features, shaderFloat16), true},
+    {"shaderInt8", COOPMAT_CORE(VK_API_VERSION_1_2, 2, shaderInt8), VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+     offsetof(VkPhysicalDeviceShaderFloat16Int8Features, shaderInt8), true},
+    {"storageBuffer8BitAccess", COOPMAT_CORE(VK_API_VERSION_1_2, 2, storageBuffer8BitAccess),
+     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES, offsetof(VkPhysicalDevice8BitStorageFeatures, storageBuffer8BitAccess), true},
+    {"storageBuffer16BitAccess", COOPMAT_CORE(VK_API_VERSION_1_2, 1, storageBuffer16BitAccess),
+     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES, offsetof(VkPhysicalDevice16BitStorageFeatures, storageBuffer16BitAccess), true},
+    {"subgroupSizeControl", COOPMAT_CORE(VK_API_VERSION_1_3, 3, subgroupSizeControl),
+     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+     offsetof(VkPhysicalDeviceSubgroupSizeControlFeatures, subgroupSizeControl), true},
+    {"computeFullSubgroups", COOPMAT_CORE(VK_API_VERSION_1_3, 3, computeFullSubgroups),
+     VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+     offsetof(VkPhysicalDeviceSubgroupSizeControlFeatures, computeFullSubgroups), true},
+    {"cooperativeMatrix", 0, VK_STRUCTURE_TYPE_MAX_ENUM, 0, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR,
+     offsetof(VkPhysicalDeviceCooperativeMatrixFeaturesKHR, cooperativeMatrix), true},
+};
+#undef COOPMAT_CORE
+
+VkBool32& Bit(void* structure, size_t offset) { return *reinterpret_cast<VkBool32*>(static_cast<std::byte*>(structure) + offset); }
+
+bool Supported(const SupportedFeatures& supported, const FeatureBit& bit) {
+  const void* core = bit.core == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES   ? static_cast<const void*>(&supported.vulkan11)
+                     : bit.core == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES ? static_cast<const void*>(&supported.vulkan12)
+                     : bit.core == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES ? static_cast<const void*>(&supported.vulkan13)
+                                                                                          : nullptr;
+  if (!core) return supported.cooperativeMatrix.cooperativeMatrix;
+  return Bit(const_cast<void*>(core), bit.coreOffset);
+}
+
+VkBaseOutStructure* FindOwned(const void* chain, VkStructureType type) {
+  return reinterpret_cast<VkBaseOutStructure*>(const_cast<VkBaseInStructure*>(FindInChain(chain, type)));
+}
+
 }  // namespace
+
+LayerFeatures EnableLayerFeatures(ChainCopy* storage, const void** chain, const SupportedFeatures& supported,
+                                  const LayerFeatureRequest& request) {
+  LayerFeatures out;
+  for (const FeatureBit& bit : kFeatureBits) {
+    const bool extendedTypes = std::strcmp(bit.name, "shaderSubgroupExtendedTypes") == 0;
+    VkBaseOutStructure* holder = bit.version ? FindOwned(*chain, bit.core) : nullptr;
+    size_t offset = bit.coreOffset;
+    if (!holder) {
+      holder = FindOwned(*chain, bit.promoted);
+      offset = bit.promotedOffset;
+    }
+    if (holder && Bit(holder, offset)) {
+      out.subgroupExtendedTypes |= extendedTypes;
+      continue;  // the app's own
+    }
+    if (!storage || (bit.probe && !request.forProbe) || !Supported(supported, bit)) continue;
+    if (bit.version ? request.apiVersion < bit.version : !request.cooperativeMatrixExtension) continue;
+    if (!holder) {
+      // No struct of this version in the chain: the promoted one, at the front.
+      holder = storage->New(bit.promoted);
+      if (!holder) continue;
+      holder->pNext = static_cast<VkBaseOutStructure*>(const_cast<void*>(*chain));
+      *chain = holder;
+    }
+    Bit(holder, offset) = VK_TRUE;
+    out.added.push_back(bit.name);
+    out.subgroupExtendedTypes |= extendedTypes;
+  }
+  return out;
+}
 
 ProbeAllowance AllowedProbe(const VkDeviceCreateInfo& info, uint32_t apiVersion) {
   const Enabled e = EnabledFeatures(info);

@@ -1,11 +1,46 @@
-// What the layout probe may use on the app's device: only features and
-// extensions the app enabled itself (the probe runs on the app's VkDevice, and a
-// module needing a feature the device was created without is invalid usage).
+// The features the layer needs on the app's device: the layout probe's (it runs
+// on the app's VkDevice, and a module needing a feature the device was created
+// without is invalid usage) and the lowering's 16-bit shuffles. The layer turns on
+// in its own copy of the create info those the device supports and the app left
+// off, so the probe runs whatever the app enabled; AllowedProbe then says what
+// the device that went down has.
 #pragma once
 
 #include <vulkan/vulkan.h>
 
+#include <string>
+#include <vector>
+
+#include "pnext_chain.h"
+
 namespace coopmat::layer {
+
+// What the physical device supports (vkGetPhysicalDeviceFeatures2), by core version.
+struct SupportedFeatures {
+  VkPhysicalDeviceVulkan11Features vulkan11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+  VkPhysicalDeviceVulkan12Features vulkan12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  VkPhysicalDeviceVulkan13Features vulkan13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR cooperativeMatrix{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+};
+
+struct LayerFeatureRequest {
+  uint32_t apiVersion = 0;            // the device's effective version: core structs only from 1.2 and 1.3
+  bool forProbe = false;              // the probe will run: its features too
+  bool cooperativeMatrixExtension = false;  // the app enabled VK_KHR_cooperative_matrix
+};
+
+struct LayerFeatures {
+  bool subgroupExtendedTypes = false;  // on in the chain that goes down
+  std::vector<std::string> added;      // what the layer turned on, for the log
+};
+
+// Edits *chain, every node of which `storage` owns (ChainCopy::CopyEvery; null:
+// the app's chain, only read): each
+// wanted feature the device supports is switched on in the core VkPhysicalDeviceVulkan1xFeatures
+// struct or the promoted struct the app chained, or in a promoted struct the layer
+// prepends (never beside a core struct of the same version, as valid usage requires).
+LayerFeatures EnableLayerFeatures(ChainCopy* storage, const void** chain, const SupportedFeatures& supported,
+                                  const LayerFeatureRequest& request);
 
 struct ProbeAllowance {
   bool any = false;       // the common needs: cooperativeMatrix, vulkanMemoryModel, and a way to

@@ -77,6 +77,16 @@ struct PhysicalDeviceInfo {
   uint32_t maxMeshSharedMemorySize = 0;
   VkSubgroupFeatureFlags subgroupOperations = 0;  // in subgroupStages
   VkShaderStageFlags subgroupStages = 0;
+
+  // Every subgroup size a compute pipeline on the device may run with: the powers of
+  // two in [min, max] with subgroup size control, else the one default size. The
+  // probe, the layouts kept and the lowering all use this one list.
+  std::vector<uint32_t> PipelineSubgroupSizes() const {
+    if (!subgroupSizeControl || !minSubgroupSize || minSubgroupSize > maxSubgroupSize) return {subgroupSize};
+    std::vector<uint32_t> sizes;
+    for (uint32_t size = minSubgroupSize; size && size <= maxSubgroupSize; size *= 2) sizes.push_back(size);
+    return sizes;
+  }
 };
 
 struct InstanceData {

@@ -162,6 +162,32 @@ const char* ToString(DriverFamily family) {
   return "unknown";
 }
 
+namespace {
+constexpr uint32_t MesaVersion(uint32_t major, uint32_t minor, uint32_t patch) { return major << 22 | minor << 12 | patch; }
+}  // namespace
+
+DriverVersionRange BuiltinDriverRange(DriverFamily family) {
+  // Mesa 26.3 implements the extension for RADV and lavapipe, so the layer steps
+  // aside there: the ranges end with 26.2. lavapipe: observed on 26.1.6
+  // (lavapipe.md), so 26.1 and 26.2. GFX11: read from RADV's source, one layout
+  // since its KHR support (23.3).
+  // GFX12: the early A/B order (layouts.md 4.2) was 25.1-era development and the
+  // release that switched to the C layout is not known: 25.2 and later only.
+  switch (family) {
+    case DriverFamily::Lavapipe: return {MesaVersion(26, 1, 0), MesaVersion(26, 2, 1023)};
+    case DriverFamily::RadvGfx11: return {MesaVersion(23, 3, 0), MesaVersion(26, 2, 1023)};
+    case DriverFamily::RadvGfx12: return {MesaVersion(25, 2, 0), MesaVersion(26, 2, 1023)};
+    case DriverFamily::CdnaMfma:   // no Vulkan driver exposes these (layouts.md 5.1)
+    case DriverFamily::NvidiaMma:  // a hypothesis for the closed driver and NVK (layouts.md 6): never trusted unprobed
+      return {};
+  }
+  return {};
+}
+
+std::string DriverVersionString(uint32_t v) {
+  return std::to_string(v >> 22) + "." + std::to_string((v >> 12) & 0x3ff) + "." + std::to_string(v & 0xfff);
+}
+
 std::optional<LinearLayout> BuiltinLayout(DriverFamily family, const LayoutKey& key) {
   std::optional<Formula> formula = FindFormula(family, key);
   if (!formula) return std::nullopt;
@@ -172,6 +198,35 @@ std::optional<LinearLayout> BuiltinLayout(DriverFamily family, const LayoutKey& 
   FitResult fit = FitLinearLayout(key, observed);
   if (!fit.ok) return std::nullopt;  // a formula that does not fit is a bug; the tests catch it
   return fit.layout;
+}
+
+LayoutChoice ChooseLayouts(const std::vector<LinearLayout>& probed, bool probeReadSlots, std::optional<DriverFamily> family,
+                           uint32_t driverVersion, const std::vector<LayoutKey>& keys) {
+  LayoutChoice choice;
+  if (!probed.empty()) {
+    choice.layouts = probed;
+    return choice;
+  }
+  if (!family) return choice;
+  std::vector<LinearLayout> table;
+  for (const LayoutKey& key : keys)
+    if (std::optional<LinearLayout> layout = BuiltinLayout(*family, key)) table.push_back(std::move(*layout));
+  if (table.empty()) return choice;
+  if (probeReadSlots) {
+    choice.refusal = "the probe read slots that fit no linear layout, so the built-in " + std::string(ToString(*family)) +
+                     " table is not trusted either";
+    return choice;
+  }
+  const DriverVersionRange range = BuiltinDriverRange(*family);
+  if (!range.Contains(driverVersion)) {
+    choice.refusal = "the built-in " + std::string(ToString(*family)) + " table was read from driver versions " +
+                     DriverVersionString(range.first) + " to " + DriverVersionString(range.last) + ", not " +
+                     DriverVersionString(driverVersion);
+    return choice;
+  }
+  choice.layouts = std::move(table);
+  choice.builtin = true;
+  return choice;
 }
 
 std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupSize) {

@@ -115,13 +115,27 @@ void PrintProperties2(VkInstance instance, VkPhysicalDevice device, uint32_t sub
   }
 }
 
-// Layout lines the layer reports (at log level info) while a device is created.
+// What the layer reports (at log level info) while a device is created: a line per
+// matrix type and subgroup size, "layout: <text form>  # <origin>" or "no layout: <key>".
+struct LayoutReport {
+  std::vector<std::string> layouts;  // the text form, for --layouts
+  std::vector<std::string> origins;  // probed, probed (cached), built-in <family> table, driver versions ...
+  std::vector<std::string> missing;  // keys whose operations take the portable path
+};
+
 VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBitsEXT,
                                               VkDebugUtilsMessageTypeFlagsEXT,
                                               const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  auto* report = static_cast<LayoutReport*>(user);
   const std::string text = data->pMessage ? data->pMessage : "";
-  const std::string prefix = "layout: ";
-  if (text.rfind(prefix, 0) == 0) static_cast<std::vector<std::string>*>(user)->push_back(text.substr(prefix.size()));
+  if (text.rfind("layout: ", 0) == 0) {
+    const std::string line = text.substr(8);
+    const size_t comment = line.find("  # ");
+    report->layouts.push_back(line.substr(0, comment));
+    report->origins.push_back(comment == std::string::npos ? "" : line.substr(comment + 4));
+  } else if (text.rfind("no layout: ", 0) == 0) {
+    report->missing.push_back(text.substr(11));
+  }
   return VK_FALSE;
 }
 
@@ -221,7 +235,7 @@ void Report(bool withLayer, const char* layoutsFile) {
     info.ppEnabledLayerNames = layers;
   }
   // With the layer: hear its "layout:" lines (log level info, debug-utils only).
-  std::vector<std::string> layoutLines;
+  LayoutReport layoutLines;
   VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
   messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
@@ -283,13 +297,17 @@ void Report(bool withLayer, const char* layoutsFile) {
                 m1.cooperativeMatrixProperties2, m1.cooperativeMatrixReductions, m1.cooperativeMatrixConversions,
                 m1.cooperativeMatrixPerElementOperations, m1.cooperativeMatrixGetCoordinate);
     if (withLayer) {
-      layoutLines.clear();
+      layoutLines = {};
       CreateDeviceForLayouts(device);
-      std::printf("    register layouts found by the layer's probe: %zu\n", layoutLines.size());
-      for (const std::string& line : layoutLines) std::printf("      %s\n", line.c_str());
+      // The layer enables what its probe needs itself: every app gets these.
+      std::printf("    register layouts the layer uses, per type and subgroup size: %zu, portable: %zu\n",
+                  layoutLines.layouts.size(), layoutLines.missing.size());
+      for (size_t i = 0; i < layoutLines.layouts.size(); ++i)
+        std::printf("      %s\n        from: %s\n", layoutLines.layouts[i].c_str(), layoutLines.origins[i].c_str());
+      for (const std::string& key : layoutLines.missing) std::printf("      %s: none (the portable path)\n", key.c_str());
       if (layoutsFile) {
         if (FILE* out = std::fopen(layoutsFile, "w")) {
-          for (const std::string& line : layoutLines) std::fprintf(out, "%s\n", line.c_str());
+          for (const std::string& line : layoutLines.layouts) std::fprintf(out, "%s\n", line.c_str());
           std::fclose(out);
         } else {
           std::fprintf(stderr, "coopmat-info: cannot write %s\n", layoutsFile);

@@ -21,6 +21,17 @@
 //                              (VK_ERROR_FEATURE_NOT_PRESENT)
 //   FAKE_DRIVER_NO_PROPERTIES2=1  vkGetPhysicalDeviceProperties2(KHR) are not offered,
 //                              as on a 1.0 instance without the KHR extension
+//   FAKE_DRIVER_SUBGROUP_SIZES=8,16  report this subgroup size range with
+//                              requiredSubgroupSizeStages including compute (a device
+//                              whose pipelines run at several sizes, as RADV's wave32/64);
+//                              a compute pipeline that requires a size other than the
+//                              first (or a third value: the size lavapipe runs, 0 for
+//                              none) cannot run on lavapipe and fails to compile
+//                              (VK_ERROR_OUT_OF_DEVICE_MEMORY)
+//   FAKE_DRIVER_VERSION=<n>    report this driverVersion (Mesa's VK_MAKE_VERSION encoding)
+//   FAKE_DRIVER_LOG=<file>     append a line per vkCreateDevice with the subgroup and
+//                              small-type features its create info enables, and per
+//                              compute pipeline with its required subgroup size and flags
 // and the faults and object accounting of fake_driver_faults.h.
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
@@ -29,6 +40,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -144,6 +157,103 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice pd, VkPhy
   }
 }
 
+struct SubgroupSizes {
+  uint32_t first = 0, last = 0, runnable = 0;
+};
+// FAKE_DRIVER_SUBGROUP_SIZES as first,last[,runnable]: the size lavapipe runs is
+// `first` unless a third value says otherwise (0: none). All 0 when unset.
+SubgroupSizes FakeSubgroupSizes() {
+  const char* v = std::getenv("FAKE_DRIVER_SUBGROUP_SIZES");
+  unsigned first = 0, last = 0, runnable = 0;
+  const int n = v ? std::sscanf(v, "%u,%u,%u", &first, &last, &runnable) : 0;
+  if (n < 2) return {};
+  return {first, last, n == 3 ? runnable : first};
+}
+
+void Log(const std::string& line) {
+  if (const char* path = std::getenv("FAKE_DRIVER_LOG")) {
+    std::lock_guard lock(gMutex);
+    if (FILE* f = std::fopen(path, "a")) {
+      std::fprintf(f, "%s\n", line.c_str());
+      std::fclose(f);
+    }
+  }
+}
+
+bool PatchesProperties() { return FakeSubgroupSizes().first || std::getenv("FAKE_DRIVER_VERSION"); }
+
+void PatchProperties(VkPhysicalDeviceProperties2* properties) {
+  if (const char* version = std::getenv("FAKE_DRIVER_VERSION"))
+    properties->properties.driverVersion = static_cast<uint32_t>(std::strtoul(version, nullptr, 0));
+  const auto [first, last, runnable] = FakeSubgroupSizes();
+  if (!first) return;
+  for (auto* s = static_cast<VkBaseOutStructure*>(properties->pNext); s; s = s->pNext) {
+    if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES) {
+      auto* p = reinterpret_cast<VkPhysicalDeviceSubgroupSizeControlProperties*>(s);
+      p->minSubgroupSize = first;
+      p->maxSubgroupSize = last;
+      p->requiredSubgroupSizeStages |= VK_SHADER_STAGE_COMPUTE_BIT;
+    } else if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES) {
+      auto* p = reinterpret_cast<VkPhysicalDeviceVulkan13Properties*>(s);
+      p->minSubgroupSize = first;
+      p->maxSubgroupSize = last;
+      p->requiredSubgroupSizeStages |= VK_SHADER_STAGE_COMPUTE_BIT;
+    }
+  }
+}
+
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceProperties2(VkPhysicalDevice pd, VkPhysicalDeviceProperties2* properties) {
+  InstanceFn<PFN_vkGetPhysicalDeviceProperties2>(pd, "vkGetPhysicalDeviceProperties2")(pd, properties);
+  PatchProperties(properties);
+}
+
+// What a create info enables of the features the layer's probe needs.
+std::string EnabledFeatureLine(const VkDeviceCreateInfo* info) {
+  bool sizeControl = false, fullSubgroups = false, float16 = false, int8 = false, storage8 = false, storage16 = false;
+  for (auto* s = static_cast<const VkBaseInStructure*>(info->pNext); s; s = s->pNext) {
+    switch (s->sType) {
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
+        storage16 |= reinterpret_cast<const VkPhysicalDeviceVulkan11Features*>(s)->storageBuffer16BitAccess;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES: {
+        auto* v = reinterpret_cast<const VkPhysicalDeviceVulkan12Features*>(s);
+        float16 |= v->shaderFloat16;
+        int8 |= v->shaderInt8;
+        storage8 |= v->storageBuffer8BitAccess;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES: {
+        auto* v = reinterpret_cast<const VkPhysicalDeviceVulkan13Features*>(s);
+        sizeControl |= v->subgroupSizeControl;
+        fullSubgroups |= v->computeFullSubgroups;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES: {
+        auto* v = reinterpret_cast<const VkPhysicalDeviceSubgroupSizeControlFeatures*>(s);
+        sizeControl |= v->subgroupSizeControl;
+        fullSubgroups |= v->computeFullSubgroups;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES: {
+        auto* v = reinterpret_cast<const VkPhysicalDeviceShaderFloat16Int8Features*>(s);
+        float16 |= v->shaderFloat16;
+        int8 |= v->shaderInt8;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES:
+        storage8 |= reinterpret_cast<const VkPhysicalDevice8BitStorageFeatures*>(s)->storageBuffer8BitAccess;
+        break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
+        storage16 |= reinterpret_cast<const VkPhysicalDevice16BitStorageFeatures*>(s)->storageBuffer16BitAccess;
+        break;
+      default: break;
+    }
+  }
+  return "device subgroupSizeControl=" + std::to_string(sizeControl) + " computeFullSubgroups=" + std::to_string(fullSubgroups) +
+         " shaderFloat16=" + std::to_string(float16) + " storageBuffer16BitAccess=" + std::to_string(storage16) +
+         " shaderInt8=" + std::to_string(int8) + " storageBuffer8BitAccess=" + std::to_string(storage8);
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL GetCoopmatPropertiesKHR(VkPhysicalDevice pd, uint32_t* count,
                                                        VkCooperativeMatrixPropertiesKHR* props) {
   if (Env("FAKE_DRIVER_KHR_FAILS")) return VK_ERROR_OUT_OF_HOST_MEMORY;
@@ -195,6 +305,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   for (uint32_t i = 0; i < info->enabledExtensionCount; ++i) {
     if (!IsFakeExtension(info->ppEnabledExtensionNames[i])) names.push_back(info->ppEnabledExtensionNames[i]);
   }
+  Log(EnabledFeatureLine(info));
   VkDeviceCreateInfo copy = *info;
   copy.enabledExtensionCount = static_cast<uint32_t>(names.size());
   copy.ppEnabledExtensionNames = names.data();
@@ -321,6 +432,12 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
   if (Env("FAKE_DRIVER_NO_PROPERTIES2") && (std::strcmp(name, "vkGetPhysicalDeviceProperties2") == 0 ||
                                             std::strcmp(name, "vkGetPhysicalDeviceProperties2KHR") == 0))
     return nullptr;
+  if (PatchesProperties()) {
+    if (std::strcmp(name, "vkGetPhysicalDeviceProperties2") == 0)
+      return reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2);
+    if (std::strcmp(name, "vkGetPhysicalDeviceProperties2KHR") == 0)
+      return reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2);  // 1.1 core: the same
+  }
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
   if (std::strcmp(name, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT") == 0 && Env("FAKE_DRIVER_NATIVE_EXT"))
     return reinterpret_cast<PFN_vkVoidFunction>(&GetCoopmatProperties2EXT);
@@ -373,7 +490,31 @@ VKAPI_ATTR VkResult VKAPI_CALL RecordRayTracingPipelinesNV(VkDevice, VkPipelineC
   return NoPipelines(count, pipelines);
 }
 
+// FAKE_DRIVER_SUBGROUP_SIZES / FAKE_DRIVER_LOG: the required size of every compute
+// pipeline; sizes lavapipe cannot run are refused.
+VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelinesSized(VkDevice device, VkPipelineCache cache, uint32_t count,
+                                                           const VkComputePipelineCreateInfo* infos,
+                                                           const VkAllocationCallbacks* alloc, VkPipeline* pipelines) {
+  const SubgroupSizes sizes = FakeSubgroupSizes();
+  for (uint32_t i = 0; i < count; ++i) {
+    uint32_t required = 0;
+    for (auto* s = static_cast<const VkBaseInStructure*>(infos[i].stage.pNext); s; s = s->pNext)
+      if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
+        required = reinterpret_cast<const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo*>(s)->requiredSubgroupSize;
+    const bool full = (infos[i].stage.flags & VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT) != 0;
+    Log("pipeline requiredSubgroupSize=" + std::to_string(required) + " fullSubgroups=" + std::to_string(full));
+    if (sizes.first && required && required != sizes.runnable) {
+      for (uint32_t k = 0; k < count; ++k) pipelines[k] = VK_NULL_HANDLE;
+      return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    }
+  }
+  auto next = reinterpret_cast<PFN_vkCreateComputePipelines>(FakeDeviceFunction("vkCreateComputePipelines"));
+  return next(device, cache, count, infos, alloc, pipelines);
+}
+
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name) {
+  if ((FakeSubgroupSizes().first || std::getenv("FAKE_DRIVER_LOG")) && std::strcmp(name, "vkCreateComputePipelines") == 0)
+    return reinterpret_cast<PFN_vkVoidFunction>(&CreateComputePipelinesSized);
   if (Env("FAKE_DRIVER_STAGES")) {
     struct { const char* name; PFN_vkVoidFunction fn; } recorded[] = {
         {"vkCreateGraphicsPipelines", reinterpret_cast<PFN_vkVoidFunction>(&RecordGraphicsPipelines)},

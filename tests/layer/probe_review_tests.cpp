@@ -1,5 +1,6 @@
-// Regression tests for the layout probe's review findings (review-901d75a.md):
-// the probe uses only what the app enabled (4), its cache writes do not collide
+// Regression tests for the layout probe's review findings (review-901d75a.md) and
+// issue 15: the probe runs whatever the app enabled, under validation (4), at every
+// subgroup size a pipeline may run with, its cache writes do not collide
 // between threads (14), an absurd driver shape is refused before any size wraps
 // (24), and a driver without vkGetPhysicalDeviceProperties2 is survived (27).
 #include <catch2/catch_test_macros.hpp>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,7 +89,10 @@ VkResult CreateModule(VkDevice device, const std::vector<uint32_t>& words) {
 
 }  // namespace
 
-TEST_CASE("review 4: the probe uses only the features the app enabled, under validation below the layer",
+// Issue 15: the probe runs whatever the app enabled. The layer turns on, in its own
+// copy of the create info, what its probe needs and the device supports; validation
+// below the layer sees a device that has them (review 4's invalid-usage concern).
+TEST_CASE("the probe runs whatever features the app enabled: the layer enables what it needs, under validation below",
           "[layer][review][probe]") {
   const bool float16 = GENERATE(false, true);
   INFO((float16 ? "float16 and 16-bit storage enabled" : "no small-type feature"));
@@ -103,21 +108,118 @@ TEST_CASE("review 4: the probe uses only the features the app enabled, under val
   {
     Device device(instance, options);
     REQUIRE(device.ok());
-    // A module with no small types still lowers on this device.
     CHECK(CreateModule(device.handle(), Shader("get_coordinate.spirv1.6.spv")) == VK_SUCCESS);
   }
   const std::vector<std::string> problems = Problems(instance);
   INFO((problems.empty() ? std::string() : problems.front()));
-  CHECK(problems.empty());  // no module with Int8/Float16 capabilities, no 1.3 module without the flag
-  // lavapipe lists f16, u8 and s8: the 8-bit ones are left out and said so; f16 is
-  // probed exactly when its features are on.
-  CHECK(!Texts(instance, "not probed: u8").empty());
-  CHECK(!Texts(instance, "not probed: s8").empty());
-  CHECK(Texts(instance, "not probed: f16").empty() == float16);
-  CHECK(Texts(instance, "layout type=f16").empty() == !float16);
-  CHECK(Texts(instance, "layout type=u8").empty());
-  // A result limited by this app's features is not cached for other apps.
-  CHECK(LayoutCacheFiles(cache).empty());
+  CHECK(problems.empty());  // every probe module's features are on in the device that went down
+  // The layer says what it turned on; the app's f16 features only when it left them off.
+  const std::vector<std::string> enabled = Texts(instance, "the layer enabled");
+  REQUIRE(enabled.size() == 1);
+  CHECK_THAT(enabled[0], ContainsSubstring("shaderInt8") && ContainsSubstring("storageBuffer8BitAccess") &&
+                             ContainsSubstring("computeFullSubgroups"));
+  CHECK((enabled[0].find("shaderFloat16") == std::string::npos) == float16);
+  // Every type lavapipe lists is probed, whatever the app enabled.
+  CHECK(Texts(instance, "not probed").empty());
+  for (const char* type : {"layout type=f16", "layout type=u8", "layout type=s8", "layout type=f32"}) {
+    INFO(type);
+    CHECK(!Texts(instance, type).empty());
+  }
+  // A complete probe serves every app on this device: cached.
+  CHECK(LayoutCacheFiles(cache).size() == 1);
+  std::filesystem::remove_all(cache);
+}
+
+// Issue 15: on a device whose pipelines run at several subgroup sizes, an app that
+// enables neither subgroupSizeControl nor computeFullSubgroups still gets a probe at
+// every size (each with that size required). The fake driver reports sizes 8 to 16 on
+// lavapipe, which runs only 8: the probe at 16 cannot compile there, is said by name,
+// and no built-in table stands in for what the probe saw.
+TEST_CASE("the probe requires each subgroup size though the app enabled no subgroup size control",
+          "[layer][probe]") {
+  auto path = FakeDriverOnPath();
+  ScopedEnv sizes("FAKE_DRIVER_SUBGROUP_SIZES", "8,16");
+  const std::filesystem::path log = TempPath("probe-sizes.log");
+  std::filesystem::remove(log);
+  ScopedEnv fakeLog("FAKE_DRIVER_LOG", log.string());
+  const std::filesystem::path cache = TempPath("probe-sizes");
+  std::filesystem::remove_all(cache);
+  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
+  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
+  InstanceOptions instanceOptions;
+  instanceOptions.layersBelow = {kFakeDriverLayer};
+  Instance instance(instanceOptions);
+  REQUIRE(instance.ok());
+  DeviceOptions options;
+  options.editFeatures = [](VkPhysicalDeviceFeatures2& features) {
+    auto* v13 = Find<VkPhysicalDeviceVulkan13Features>(features, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
+    REQUIRE(v13);
+    v13->subgroupSizeControl = VK_FALSE;
+    v13->computeFullSubgroups = VK_FALSE;
+  };
+  {
+    Device device(instance, options);
+    REQUIRE(device.ok());
+  }
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+  }
+  REQUIRE(!lines.empty());
+  // The device the driver got has both features (the app's create info had neither).
+  CHECK_THAT(lines[0], ContainsSubstring("subgroupSizeControl=1") && ContainsSubstring("computeFullSubgroups=1"));
+  // Probe pipelines at both sizes, each with its size required and full subgroups.
+  size_t at8 = 0, at16 = 0, unsized = 0;
+  for (const std::string& line : lines) {
+    if (line.rfind("pipeline ", 0) != 0) continue;
+    CHECK_THAT(line, ContainsSubstring("fullSubgroups=1"));
+    at8 += line.find("requiredSubgroupSize=8 ") != std::string::npos;
+    at16 += line.find("requiredSubgroupSize=16 ") != std::string::npos;
+    unsized += line.find("requiredSubgroupSize=0 ") != std::string::npos;
+  }
+  CHECK(at8 >= 4);   // lavapipe's A, B and accumulator types
+  CHECK(at8 == at16);
+  CHECK(unsized == 0);
+  // Size 8 is probed on the real driver; size 16 is refused by name, and what the
+  // probe read is what the layer uses: no built-in table.
+  CHECK(!Texts(instance, "subgroup=8 ").empty());
+  CHECK(Texts(instance, "subgroup=16 ").empty());
+  CHECK(!Texts(instance, "subgroup 16: cannot create the probe pipeline").empty());
+  CHECK(Texts(instance, "built-in").empty());
+  CHECK(LayoutCacheFiles(cache).empty());  // an incomplete probe is not cached
+  std::filesystem::remove_all(cache);
+  std::filesystem::remove(log);
+}
+
+// Issue 15 / review 2 finding 2: where the probe reads nothing, a family's built-in
+// table stands in only for the driver versions it was read from. The fake driver
+// makes lavapipe report sizes 4 to 8 and refuse every probe pipeline, and a chosen
+// driverVersion.
+TEST_CASE("a built-in table is used only inside the driver versions it was read from", "[layer][probe]") {
+  auto path = FakeDriverOnPath();
+  ScopedEnv sizes("FAKE_DRIVER_SUBGROUP_SIZES", "4,8,0");
+  const bool inside = GENERATE(true, false);
+  const uint32_t version = inside ? (26u << 22 | 1u << 12 | 6u) : (26u << 22 | 3u << 12);
+  INFO("driver " << (version >> 22) << "." << ((version >> 12) & 0x3ff) << "." << (version & 0xfff));
+  ScopedEnv driverVersion("FAKE_DRIVER_VERSION", std::to_string(version));
+  const std::filesystem::path cache = TempPath(inside ? "probe-range-in" : "probe-range-out");
+  std::filesystem::remove_all(cache);
+  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
+  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
+  InstanceOptions instanceOptions;
+  instanceOptions.layersBelow = {kFakeDriverLayer};
+  Instance instance(instanceOptions);
+  REQUIRE(instance.ok());
+  {
+    Device device(instance);
+    REQUIRE(device.ok());
+  }
+  CHECK(Texts(instance, "using the built-in lavapipe table (driver 26.1.6)").size() == (inside ? 1u : 0u));
+  CHECK(Texts(instance, "table was read from driver versions 26.1.0 to 26.2.1023, not 26.3.0").size() == (inside ? 0u : 1u));
+  CHECK(LayoutCacheFiles(cache).empty());  // neither is cached
   std::filesystem::remove_all(cache);
 }
 

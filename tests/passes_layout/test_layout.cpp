@@ -305,3 +305,39 @@ TEST_CASE("fitting rejects what is not a linear layout, with a reason", "[layout
     CHECK_THAT(FitLinearLayout({kTypeF32, kUseA, 8, 8, 0}, good).error, ContainsSubstring("nonzero"));
   }
 }
+
+// Issue 15 / review 2 finding 2: the layer's choice between what its probe read and a
+// built-in table.
+TEST_CASE("probed layouts win over tables; a table stands in only where nothing was read, inside its versions",
+          "[layer-policy][builtin]") {
+  const uint32_t mesa2616 = 26u << 22 | 1u << 12 | 6u, mesa2630 = 26u << 22 | 3u << 12, mesa2510 = 25u << 22 | 1u << 12;
+  const std::vector<LayoutKey> keys = {{kTypeF16, kUseA, 16, 16, 32}, {kTypeF16, kUseB, 16, 16, 32}, {kTypeF32, kUseAccumulator, 16, 16, 32}};
+  // A probe that contradicts the table (the early GFX12 B order of layouts.md 4.2:
+  // k = 4g + e + (e & 4) in wave32) wins.
+  const LinearLayout table = *BuiltinLayout(DriverFamily::RadvGfx12, keys[1]);
+  const auto early = ParseLayouts("layout type=f16 use=B rows=16 cols=16 subgroup=32 length=8 lane=c0,c1,c2,c3,r2 index=r0,r1,r3\n");
+  REQUIRE(early.ok);
+  REQUIRE_FALSE(early.layouts[0] == table);
+  LayoutChoice choice = ChooseLayouts(early.layouts, true, DriverFamily::RadvGfx12, mesa2616, keys);
+  CHECK_FALSE(choice.builtin);
+  REQUIRE(choice.layouts.size() == 1);
+  CHECK(choice.layouts[0] == early.layouts[0]);
+  // Nothing read: the table, inside its range only.
+  choice = ChooseLayouts({}, false, DriverFamily::RadvGfx12, mesa2616, keys);
+  CHECK(choice.builtin);
+  CHECK(choice.layouts.size() == 3);
+  for (uint32_t outside : {mesa2630, mesa2510}) {
+    choice = ChooseLayouts({}, false, DriverFamily::RadvGfx12, outside, keys);
+    CHECK(choice.layouts.empty());
+    CHECK_THAT(choice.refusal, ContainsSubstring("read from driver versions 25.2.0 to 26.2.1023"));
+  }
+  CHECK(ChooseLayouts({}, false, DriverFamily::RadvGfx11, mesa2510, keys).builtin);  // GFX11's one layout since 23.3
+  // Slots read that fit nothing: no table either.
+  choice = ChooseLayouts({}, true, DriverFamily::RadvGfx12, mesa2616, keys);
+  CHECK(choice.layouts.empty());
+  CHECK_THAT(choice.refusal, ContainsSubstring("not trusted"));
+  // Unknown families and the hypothetical NVIDIA table are never used unprobed.
+  CHECK(ChooseLayouts({}, false, std::nullopt, mesa2616, keys).layouts.empty());
+  CHECK(ChooseLayouts({}, false, DriverFamily::NvidiaMma, mesa2616, keys).layouts.empty());
+  CHECK(DriverVersionString(mesa2616) == "26.1.6");
+}

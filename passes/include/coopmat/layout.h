@@ -203,6 +203,32 @@ const char* ToString(DriverFamily family);
 // row = M * block + i (so 16x16 four-block is a 64x16 matrix).
 std::optional<LinearLayout> BuiltinLayout(DriverFamily family, const LayoutKey& key);
 
+// The driver versions (VkPhysicalDeviceProperties::driverVersion; Mesa's is
+// VK_MAKE_VERSION(major, minor, patch)) a family's table was read from. The layer
+// uses a built-in table only where its probe cannot run, and only inside this
+// range: a driver outside it may lay matrices out otherwise (RADV's GFX12 A/B did).
+struct DriverVersionRange {
+  uint32_t first = 1;  // empty by default: first > last
+  uint32_t last = 0;
+  bool Contains(uint32_t version) const { return first <= version && version <= last; }
+};
+DriverVersionRange BuiltinDriverRange(DriverFamily family);
+std::string DriverVersionString(uint32_t driverVersion);  // "26.1.6"
+
+// Which layouts the register path may rely on after the layer's probe: the probed
+// ones whenever any fitted (a built-in table that disagrees is only reported); when
+// the probe read nothing at all (it could not run: Mesa's drm-shim, a failing
+// dispatch), the family's table for `keys`, only inside its driver-version range;
+// when the probe read slots that fit no linear layout, none (that is evidence
+// against any table). Pure policy, so that it is tested without a device.
+struct LayoutChoice {
+  std::vector<LinearLayout> layouts;
+  bool builtin = false;  // layouts came from the family's table
+  std::string refusal;   // a table exists for these keys but is not used: why
+};
+LayoutChoice ChooseLayouts(const std::vector<LinearLayout>& probed, bool probeReadSlots, std::optional<DriverFamily> family,
+                           uint32_t driverVersion, const std::vector<LayoutKey>& keys);
+
 // The configurations the family advertises (lavapipe: plus flexible shapes up
 // to 32x32) at this subgroup size; empty when it runs no such size.
 std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupSize);

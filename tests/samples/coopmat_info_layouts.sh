@@ -1,0 +1,28 @@
+#!/bin/sh
+# coopmat_info_layouts.sh COOPMAT_INFO COOPMAT_LOWER SHADER WORKDIR: on lavapipe,
+# coopmat-info shows the layouts the layer's probe found for every type the driver
+# lists (the layer enables what its probe needs, whatever coopmat-info's device
+# enables), each with where it came from, and --layouts writes them in the text form
+# coopmat-lower reads: lowering a module with them takes the register path.
+set -u
+info=$1 lower=$2 shader=$3 work=$4
+rm -rf "$work" && mkdir -p "$work"
+out=$(XDG_CACHE_HOME="$work/cache" "$info" --layer-only --layouts "$work/layouts.txt" 2>&1) ||
+  { echo "FAIL: coopmat-info exited non-zero"; echo "$out"; exit 1; }
+fail() { echo "FAIL: $1"; echo "$out"; exit 1; }
+# lavapipe lists f16, u8 and s8 inputs with f16, f32, u32 and s32 accumulators: 10 keys.
+printf '%s\n' "$out" | grep -q "register layouts the layer uses, per type and subgroup size: 10, portable: 0" ||
+  fail "not 10 layouts and no portable type"
+[ "$(printf '%s\n' "$out" | grep -c '        from: probed$')" = 10 ] || fail "not every layout says 'from: probed'"
+for key in "type=f16 use=A" "type=u8 use=B" "type=s32 use=Acc"; do
+  grep -q "^layout $key rows=8 cols=8 subgroup=8 " "$work/layouts.txt" || fail "--layouts file lacks $key"
+done
+# A second run reads the layer's cache and says so.
+out=$(XDG_CACHE_HOME="$work/cache" "$info" --layer-only 2>&1) || fail "second run exited non-zero"
+[ "$(printf '%s\n' "$out" | grep -c '        from: probed (cached)$')" = 10 ] || fail "the second run does not say 'probed (cached)'"
+# The file is what coopmat-lower takes: every operation of the shader in registers.
+explain=$("$lower" "$shader" -o "$work/out.spv" --layouts "$work/layouts.txt" --explain 2>&1) ||
+  { echo "FAIL: coopmat-lower refused the layouts"; echo "$explain"; exit 1; }
+printf '%s\n' "$explain" | grep -q "register path" || { echo "FAIL: no register path with the probed layouts"; echo "$explain"; exit 1; }
+if printf '%s\n' "$explain" | grep -q "portable path"; then echo "FAIL: a portable operation"; echo "$explain"; exit 1; fi
+echo "coopmat-info: 10 probed layouts, cached on the second run, and coopmat-lower lowers with them in registers"
