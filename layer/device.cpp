@@ -146,7 +146,7 @@ uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physi
   }
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.maxTaskSharedMemoryBytes);
   h.Add(options.maxMeshSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
-  h.Add(options.registerMovesWithShuffles).Add(options.subgroupExtendedTypes);
+  h.Add(options.registerMovesWithShuffles).Add(options.sharedMemoryPool).Add(options.subgroupExtendedTypes);
   for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);
   for (const LinearLayout& layout : options.layouts) h.Add(FormatLayout(layout));
   return h.Finish().low;

@@ -22,7 +22,12 @@ namespace coopmat {
 void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
   switch (family) {
     case DriverFamily::RadvGfx11:
-    case DriverFamily::RadvGfx12: options.registerMovesWithShuffles = false; break;
+    case DriverFamily::RadvGfx12:
+      options.registerMovesWithShuffles = false;
+      // RADV runs compute in WGP mode: the WGP's 128 KiB of LDS is shared by the
+      // workgroups resident on it (a workgroup may use up to 64 KiB).
+      options.sharedMemoryPool = 128 * 1024;
+      break;
     case DriverFamily::Lavapipe:
     case DriverFamily::CdnaMfma:
     case DriverFamily::NvidiaMma: break;

@@ -127,6 +127,7 @@ std::string ExplainLowering(const LowerResult& result, const std::string& where)
           " in registers; " + std::to_string(s.wordsIn) + " -> " + std::to_string(s.wordsOut) + " words; scratch " +
           std::to_string(s.scratchBytesPerSubgroup) + " bytes per subgroup; rewrite " + Microseconds(s.microseconds) +
           "\n";
+  if (!result.routeNote.empty()) text += result.routeNote + "\n";
   for (const OperationReport& op : result.operations) {
     text += Located(op) + ": ";
     text += op.registerPath ? "register path" : "portable path (" + op.portableReason + ")";

@@ -3,6 +3,7 @@
 // operation, then clean the preamble and declare the scratch.
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "register.h"
 #include "report.h"
@@ -360,16 +361,14 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   return result;
 }
 
-}  // namespace
-
-LowerResult LowerModule(std::span<const uint32_t> words, const LowerOptions& options) {
-  const auto begin = std::chrono::steady_clock::now();
+LowerResult RunCaught(std::span<const uint32_t> words, const LowerOptions& options, bool* sharedMemory) {
   LowerResult result;
   try {
     result = Run(words, options);
   } catch (const LowerError& error) {
     result = LowerResult{};
     result.error = error.message;
+    if (sharedMemory) *sharedMemory = error.sharedMemory;
   } catch (const std::exception& error) {
     result = LowerResult{};
     result.error = std::string("internal error: ") + error.what();
@@ -377,6 +376,55 @@ LowerResult LowerModule(std::span<const uint32_t> words, const LowerOptions& opt
     result = LowerResult{};
     result.error = "internal error";
   }
+  return result;
+}
+
+// Workgroups of `bytes` of shared memory that fit one processor's pool at once.
+uint64_t Resident(uint64_t pool, uint64_t bytes) { return bytes ? pool / bytes : std::numeric_limits<uint64_t>::max(); }
+
+// Shared memory limits residency only when few workgroups fit: beyond this many,
+// a cooperative-matrix kernel runs out of registers or wave slots first (a 16x16 f32
+// accumulator alone is 8 VGPRs per lane at wave32), so scratch costs no occupancy.
+constexpr uint64_t kSharedMemoryBoundWorkgroups = 8;
+
+// The route choice within the shared-memory budget: the measured costs may prefer
+// the Workgroup round trip for conversions, but shared memory is also the kernel's
+// own, and its occupancy. When that scratch does not fit the device's limit next to
+// the module's own shared memory, or would cost the kernel a resident workgroup,
+// the conversions that have a register form take it instead.
+LowerResult LowerWithinBudget(std::span<const uint32_t> words, const LowerOptions& options) {
+  bool overLimit = false;
+  LowerResult result = RunCaught(words, options, &overLimit);
+  if (options.registerMovesWithShuffles) return result;
+  const LowerStats& s = result.stats;
+  const uint64_t pool = options.sharedMemoryPool;
+  const bool costsOccupancy = result.ok && pool && s.moduleSharedBytes && s.scratchBytes &&
+                              Resident(pool, s.moduleSharedBytes) <= kSharedMemoryBoundWorkgroups &&
+                              Resident(pool, s.moduleSharedBytes + s.scratchBytes) < Resident(pool, s.moduleSharedBytes);
+  if (!overLimit && !costsOccupancy) return result;
+  LowerOptions registers = options;
+  registers.registerMovesWithShuffles = true;
+  LowerResult retry = RunCaught(words, registers, nullptr);
+  if (!retry.ok) return result;
+  const uint64_t own = s.moduleSharedBytes;  // the same module: counted only where a scratch was planned
+  const uint64_t before = Resident(pool, own + s.scratchBytes), after = Resident(pool, own + retry.stats.scratchBytes);
+  if (costsOccupancy && after <= before) return result;  // register moves would not win the workgroup back
+  retry.routeNote =
+      overLimit ? "conversions move in registers, not through the round trip the measured costs prefer: its scratch did not "
+                  "fit the device's shared-memory limit next to the module's own shared memory (" + result.error + ")"
+                : "conversions move in registers, not through the round trip the measured costs prefer: its " +
+                      std::to_string(s.scratchBytes) + " bytes of scratch next to the module's own " +
+                      std::to_string(own) + " would leave room for " + std::to_string(before) +
+                      " resident workgroups instead of " + std::to_string(after) + " in the " + std::to_string(pool) +
+                      " bytes one processor shares";
+  return retry;
+}
+
+}  // namespace
+
+LowerResult LowerModule(std::span<const uint32_t> words, const LowerOptions& options) {
+  const auto begin = std::chrono::steady_clock::now();
+  LowerResult result = LowerWithinBudget(words, options);
   result.stats.wordsIn = words.size();
   result.stats.microseconds =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();

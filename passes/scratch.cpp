@@ -500,7 +500,7 @@ void Scratch::Finalize() {
 
   if (auto w = t.ConstantValue(words)) context_.stats.scratchBytesPerSubgroup = *w * 4;
   const uint64_t limit = SharedMemoryLimit();
-  if (auto total = t.ConstantValue(length); total && limit) {
+  if (auto total = t.ConstantValue(length)) {
     const std::unordered_map<uint32_t, uint64_t> sizesOfTypes = TypeSizes(m, t);
     uint64_t own = 0;
     for (const ir::Instruction& g : m.globals)
@@ -511,7 +511,9 @@ void Scratch::Finalize() {
           own = SaturatingAdd(own, size->second);
       }
     const uint64_t ours = uint64_t{*total} * 4;
-    if (SaturatingAdd(own, ours) > limit) {
+    context_.stats.moduleSharedBytes = own;
+    context_.stats.scratchBytes = ours;
+    if (limit && SaturatingAdd(own, ours) > limit) {
       // At module time a pipeline may still run at a larger size, with fewer slices:
       // leave the check to the pipeline-time lowering, which knows its size.
       const uint32_t largest = sizes.empty() ? minSubgroup : *std::max_element(sizes.begin(), sizes.end());
@@ -520,11 +522,15 @@ void Scratch::Finalize() {
           SaturatingAdd(own, uint64_t{*fewest} * *t.ConstantValue(words) * 4) <= limit) {
         context_.dependsOnSubgroupSize = true;
       } else {
-        Fail("the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" +
-             std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) + " subgroup slices of " +
-             std::to_string(*t.ConstantValue(words) * 4) + " bytes, at subgroup size " + std::to_string(minSubgroup) +
-             ") on top of the module's own " + std::to_string(own) + " bytes, more than the " + std::to_string(limit) +
-             " bytes of shared memory the device allows");
+        // Says whether the module alone is already over the limit (then no lowering fits).
+        throw LowerError{"the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" +
+                             std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) + " subgroup slices of " +
+                             std::to_string(*t.ConstantValue(words) * 4) + " bytes, at subgroup size " +
+                             std::to_string(minSubgroup) + ") on top of the module's own " + std::to_string(own) +
+                             " bytes, more than the " + std::to_string(limit) + " bytes of shared memory the device allows" +
+                             (own > limit ? " (the module's own shared memory alone exceeds it)"
+                                          : " (the module alone fits; the operations that need the scratch have no register form here)"),
+                         true};
       }
     }
   }

@@ -16,6 +16,7 @@ namespace coopmat {
 // Thrown inside the pass library only; LowerModule turns it into an error result.
 struct LowerError {
   std::string message;
+  bool sharedMemory = false;  // the scratch does not fit the device's shared-memory limit
 };
 [[noreturn]] void Fail(std::string message);
 

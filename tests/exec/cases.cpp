@@ -196,6 +196,7 @@ std::string ConvertCase::Name() const {
   std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" + Dims(rows, cols) +
                      "_to_" + exec::Name(use2) + "_" + exec::Name(type2);
   if (transpose) name += "_t";
+  if (nearLimit) return name + "_nearlimit";
   return appShared ? name + "_shared" : name;
 }
 

@@ -56,6 +56,7 @@ struct ConvertCase {
   T type2;
   bool transpose = false;
   bool appShared = false;  // convert_..._shared: the shader keeps a canary in shared memory
+  bool nearLimit = false;  // convert_..._nearlimit: the canary fills all but 128 bytes of lavapipe's limit
   std::string Name() const;
 };
 std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid);

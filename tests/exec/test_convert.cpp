@@ -5,6 +5,10 @@
 #include "cases.h"
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include "coopmat/layout.h"
+#include "coopmat/lower.h"
 
 using namespace exec;
 
@@ -127,4 +131,92 @@ TEST_CASE("muladd_converted_a", "[exec][convert][muladd]") {
   CheckAll(env,
            std::vector<MulAddCase>{{"fromacc", T::F16, T::F32, 16, 32, 16}, {"transposed", T::F16, T::F32, 16, 8, 32}},
            {Grid{2, 2}});
+}
+
+// Issue 15: RADV's measured costs prefer the Workgroup round trip for conversions
+// whose layouts differ, but a kernel whose own shared memory leaves no room for that
+// scratch gets the register moves instead (it was refused before), and they compute
+// the right result. Lowered offline with RADV's cost choice and lavapipe's layouts,
+// run on the bare driver against the CPU reference; the canary fills all but 128
+// bytes of lavapipe's 32768.
+TEST_CASE("convert_within_the_shared_memory_budget", "[exec][convert][budget]") {
+  const std::vector<ConvertCase> cases = {{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true},
+                                          {Use::Acc, T::F32, 8, 8, Use::A, T::F16, true, true, true}};
+  auto options = [](uint32_t limit) {
+    coopmat::LowerOptions o;
+    o.layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
+    o.subgroupSizes = {8};
+    o.AddMatrixProperties(8, 8, 8, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF16);
+    o.AddMatrixProperties(8, 8, 8, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF32, coopmat::kTypeF32);
+    o.maxSharedMemoryBytes = limit;
+    coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, o);  // prefers the round trip
+    o.sharedMemoryPool = 0;  // the limit rule alone
+    return o;
+  };
+  // With room to spare, the round trip the costs prefer.
+  for (const ConvertCase& c : cases) {
+    INFO(c.Name());
+    const coopmat::LowerResult roomy = coopmat::LowerModule(LoadShader(c.Name(), "spirv1.6"), options(65536));
+    INFO(roomy.error);
+    REQUIRE(roomy.ok);
+    CHECK(roomy.stats.registerPath == 0);
+    CHECK(roomy.stats.scratchBytes > 0);
+    CHECK(roomy.routeNote.empty());
+  }
+  size_t lowered = 0, inRegisters = 0, notes = 0;
+  ShaderTransform transform([&](const std::vector<uint32_t>& words) {
+    const coopmat::LowerResult result = coopmat::LowerModule(words, options(32768));
+    UNSCOPED_INFO(result.error);
+    REQUIRE(result.ok);
+    lowered += result.stats.OpsLowered();
+    inRegisters += result.stats.registerPath;
+    notes += result.routeNote.find("did not fit the device's shared-memory limit") != std::string::npos;
+    CHECK(result.stats.moduleSharedBytes + result.stats.scratchBytes <= 32768);
+    return result.words;
+  });
+  EXEC_ENV(env, .layer = false);
+  CheckAll(env, cases, {Grid{2, 2, true}});
+  CHECK(lowered >= cases.size());
+  CHECK(inRegisters == lowered);
+  CHECK(notes == lowered);  // one conversion per module
+}
+
+// The occupancy half of the route choice: where shared memory bounds how many
+// workgroups run at once (few fit the processor's pool), a round trip that would cost
+// one resident workgroup gives way to register moves; where many fit, or the pool is
+// unknown, the measured costs decide.
+TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][convert][budget]") {
+  const std::vector<uint32_t> words = LoadShader(ConvertCase{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true}.Name(),
+                                                 "spirv1.6");
+  REQUIRE(!words.empty());
+  auto lower = [&](uint32_t pool) {
+    coopmat::LowerOptions o;
+    o.layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
+    o.subgroupSizes = {8};
+    o.AddMatrixProperties(8, 8, 8, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF16);
+    o.AddMatrixProperties(8, 8, 8, coopmat::kTypeF16, coopmat::kTypeF16, coopmat::kTypeF32, coopmat::kTypeF32);
+    o.maxSharedMemoryBytes = 65536;
+    coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, o);
+    o.sharedMemoryPool = pool;
+    const coopmat::LowerResult result = coopmat::LowerModule(words, o);
+    INFO(result.error);
+    REQUIRE(result.ok);
+    return result;
+  };
+  // 32640 bytes of its own: two fit 65536, one with the scratch's 256 more.
+  coopmat::LowerResult result = lower(65536);
+  CHECK(result.stats.registerPath == result.stats.OpsLowered());
+  CHECK(result.stats.scratchBytes == 0);
+  CHECK_THAT(result.routeNote, Catch::Matchers::ContainsSubstring("1 resident workgroups instead of 2"));
+  // RADV's 128 KiB WGP: four fit, three with the scratch: registers too.
+  CHECK(lower(131072).stats.registerPath == 1);
+  // Two fit either way (66000 bytes); 32 fit (1 MiB: shared memory does not bound
+  // residency); unknown pool: the measured costs decide.
+  for (uint32_t pool : {66000u, 1u << 20, 0u}) {
+    INFO("pool " << pool);
+    result = lower(pool);
+    CHECK(result.stats.registerPath == 0);
+    CHECK(result.stats.scratchBytes > 0);
+    CHECK(result.routeNote.empty());
+  }
 }

@@ -307,7 +307,12 @@ TEST_CASE("maxSharedMemoryBytes counts the module's own shared memory and names 
   options.maxSharedMemoryBytes = 256 + 31;
   result = coopmat::LowerModule(passtest::LoadShader("per_element", "spirv1.5"), options);
   CHECK_FALSE(result.ok);
-  CHECK_THAT(result.error, ContainsSubstring("module's own 32 bytes"));
+  CHECK_THAT(result.error, ContainsSubstring("module's own 32 bytes") && ContainsSubstring("the module alone fits"));
+  // The refusal says when the module alone is already over the limit.
+  options.maxSharedMemoryBytes = 31;
+  result = coopmat::LowerModule(passtest::LoadShader("per_element", "spirv1.5"), options);
+  CHECK_FALSE(result.ok);
+  CHECK_THAT(result.error, ContainsSubstring("the module's own shared memory alone exceeds it"));
   options.maxSharedMemoryBytes = 256 + 32;
   CHECK(coopmat::LowerModule(passtest::LoadShader("per_element", "spirv1.5"), options).ok);
 }

@@ -110,6 +110,13 @@ struct LowerOptions {
   // between identical layouts stay plain register copies). Which is cheaper is a
   // property of the driver's compiler, measured per family: ApplyMeasuredCosts.
   bool registerMovesWithShuffles = true;
+  // Shared memory the hardware divides among the workgroups resident on one
+  // processor (RDNA: a WGP's 128 KiB); 0: unknown. With registerMovesWithShuffles
+  // off, a module that has shared memory of its own and whose scratch would cost it a
+  // resident workgroup is lowered with register moves instead (docs/design.md, "Route
+  // choice within the shared-memory budget"), as is one whose scratch would not fit
+  // maxSharedMemoryBytes at all.
+  uint32_t sharedMemoryPool = 0;
   // The device was created with shaderSubgroupExtendedTypes: 16-bit values cross
   // lanes as themselves. Otherwise they travel packed in 32-bit words (exact bit moves).
   bool subgroupExtendedTypes = false;
@@ -150,6 +157,10 @@ struct LowerStats {
   // Scratch the lowering added, per subgroup slice, when the sizes are constant
   // (0 when none or when it depends on specialization constants).
   uint32_t scratchBytesPerSubgroup = 0;
+  // Shared memory of the workgroup when its sizes are constant: the module's own
+  // Workgroup variables and the scratch the lowering added (all slices).
+  uint64_t moduleSharedBytes = 0;
+  uint64_t scratchBytes = 0;
   double microseconds = 0;
 
   uint32_t OpsLowered() const { return getCoordinate + convertUse + convert + perElement + reduce; }
@@ -184,6 +195,9 @@ struct LowerResult {
   std::string error;            // what failed and where, when !ok
   LowerStats stats;
   std::vector<OperationReport> operations;  // in module order (those done before a failure)
+  // Why conversions took register moves where the measured costs prefer the
+  // Workgroup round trip (the shared-memory budget); empty when they did not.
+  std::string routeNote;
 };
 
 // Sets the choices between register and scratch forms that the AMD compile lane and

@@ -4,6 +4,7 @@
 //   USE, USE2     gl_MatrixUseA / gl_MatrixUseB / gl_MatrixUseAccumulator
 //   R, C          matrix rows / columns (unless SPEC_DIMS: then spec constants 1 and 2)
 //   APP_SHARED    the shader uses shared memory for its own purposes around the op
+//   APP_SHARED_WORDS  how much (uint words; default 128)
 //   LITERAL_LOCAL local_size_x is the literal LITERAL_LOCAL instead of spec constant 0
 //   KHR_ONLY      no GL_EXT_cooperative_matrix_maintenance1 (plain KHR or NV shaders)
 // Every shader is a grid of independent subgroups: subgroup g (over the whole
@@ -41,16 +42,19 @@ uint Bits(int x) { return uint(x); }
 #ifdef APP_SHARED
 // Shared memory the application owns: a canary written before the matrix op and
 // checked after it, so scratch memory the emulation adds must not overlap it.
-shared uint appCanary[128];
+#ifndef APP_SHARED_WORDS
+#define APP_SHARED_WORDS 128
+#endif
+shared uint appCanary[APP_SHARED_WORDS];
 void CanaryWrite() {
-  for (uint i = gl_LocalInvocationIndex; i < 128; i += gl_WorkGroupSize.x) appCanary[i] = 0xC0DE0000u + i * 7u;
+  for (uint i = gl_LocalInvocationIndex; i < APP_SHARED_WORDS; i += gl_WorkGroupSize.x) appCanary[i] = 0xC0DE0000u + i * 7u;
   barrier();
 }
 // Number of canary words this invocation found damaged.
 uint CanaryCheck() {
   barrier();
   uint bad = 0;
-  for (uint i = gl_LocalInvocationIndex; i < 128; i += gl_WorkGroupSize.x)
+  for (uint i = gl_LocalInvocationIndex; i < APP_SHARED_WORDS; i += gl_WorkGroupSize.x)
     if (appCanary[i] != 0xC0DE0000u + i * 7u) bad++;
   return bad;
 }
