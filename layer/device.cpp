@@ -254,6 +254,11 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
       return r;
     if (!instance.settings.portableOnly)
       data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
+    data->lowerOptions.withoutLayoutsBecause =
+        instance.settings.portableOnly  ? "the layer's lowering=portable setting"
+        : !instance.settings.layoutProbe ? "the layer's layout_probe=false setting"
+        : !data->layouts.empty()         ? "compute shaders on this device have no subgroup shuffles"
+                                         : "no register layouts on this device (the layout probe's messages say why)";
     data->lowerOptions.subgroupSizes = data->physicalDevice.PipelineSubgroupSizes();
     if (const std::optional<DriverFamily> family = RecognizedFamily(*data, physicalDevice))
       ApplyMeasuredCosts(*family, data->lowerOptions);

@@ -63,23 +63,29 @@ VkResult AllowedError(VkResult result) {
   }
 }
 
-// The EXT requires these combinations for subgroup scope at subgroupSize 0 and the
-// default size (spec.md §5.3); the layer can only offer what the driver's KHR list
-// has, so it says once per device which ones are missing.
+// The EXT requires, for subgroup scope at subgroupSize 0 and the default size
+// (spec.md §5.3, Vulkan-Docs' vkGetPhysicalDeviceCooperativeMatrixProperties2EXT),
+// at least one property for each of three combinations: A = B = f16 with C = Result
+// both f16 or both f32; A = B = u8 with C = Result both u32 or both s32; A = B = s8
+// with C = Result = s32. The layer can only offer what the driver's KHR list has, so
+// it says once per device which combinations have no property at all.
 void ReportMandatoryMinimum(InstanceData& instance, VkPhysicalDevice physicalDevice,
                             const std::vector<VkCooperativeMatrixProperties2EXT>& list) {
-  struct Combination { VkComponentTypeKHR ab, cr; const char* name; };
+  struct Combination {
+    VkComponentTypeKHR ab;
+    std::vector<VkComponentTypeKHR> accumulators;  // any one of them
+    const char* name;
+  };
   static const Combination kMandatory[] = {
-      {VK_COMPONENT_TYPE_FLOAT16_KHR, VK_COMPONENT_TYPE_FLOAT16_KHR, "f16 x f16 -> f16"},
-      {VK_COMPONENT_TYPE_FLOAT16_KHR, VK_COMPONENT_TYPE_FLOAT32_KHR, "f16 x f16 -> f32"},
-      {VK_COMPONENT_TYPE_UINT8_KHR, VK_COMPONENT_TYPE_UINT32_KHR, "u8 x u8 -> u32"},
-      {VK_COMPONENT_TYPE_UINT8_KHR, VK_COMPONENT_TYPE_SINT32_KHR, "u8 x u8 -> s32"},
-      {VK_COMPONENT_TYPE_SINT8_KHR, VK_COMPONENT_TYPE_SINT32_KHR, "s8 x s8 -> s32"},
+      {VK_COMPONENT_TYPE_FLOAT16_KHR, {VK_COMPONENT_TYPE_FLOAT16_KHR, VK_COMPONENT_TYPE_FLOAT32_KHR}, "f16 x f16 -> f16 or f32"},
+      {VK_COMPONENT_TYPE_UINT8_KHR, {VK_COMPONENT_TYPE_UINT32_KHR, VK_COMPONENT_TYPE_SINT32_KHR}, "u8 x u8 -> u32 or s32"},
+      {VK_COMPONENT_TYPE_SINT8_KHR, {VK_COMPONENT_TYPE_SINT32_KHR}, "s8 x s8 -> s32"},
   };
   std::string missing;
   for (const Combination& c : kMandatory) {
     const bool present = std::any_of(list.begin(), list.end(), [&](const VkCooperativeMatrixProperties2EXT& p) {
-      return p.AType == c.ab && p.BType == c.ab && p.CType == c.cr && p.ResultType == c.cr;
+      return p.AType == c.ab && p.BType == c.ab && p.CType == p.ResultType &&
+             std::find(c.accumulators.begin(), c.accumulators.end(), p.CType) != c.accumulators.end();
     });
     if (!present) missing += missing.empty() ? c.name : std::string(", ") + c.name;
   }

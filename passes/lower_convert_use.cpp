@@ -270,14 +270,30 @@ ConversionShape CheckConversion(Context& c, const ir::Instruction& inst) {
       return x == y || (t.ConstantValue(x) && t.ConstantValue(x) == t.ConstantValue(y)) || unsettled(x, y);
     };
     if (!same(to.rowsId, expectRows) || !same(to.colsId, expectCols)) {
-      auto show = [&](uint32_t id) {
-        auto v = t.ConstantValue(id);
-        return v ? std::to_string(*v) : "%" + std::to_string(id);
+      // A dimension as a user reads it: its value, or the specialization constant
+      // it is (SpecId and default), not a raw id.
+      bool specialized = false;
+      auto show = [&](uint32_t id) -> std::string {
+        if (auto v = t.ConstantValue(id)) return std::to_string(*v);
+        specialized = true;
+        for (const ir::Instruction& a : c.module.annotations)
+          if (a.opcode == spv::Op::OpDecorate && a.Operand(0) == id && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::SpecId)) {
+            const auto fallback = t.SpecConstantDefault(id);
+            return "SpecId " + std::to_string(a.Operand(2)) + (fallback ? " (default " + std::to_string(*fallback) + ")" : "");
+          }
+        return "%" + std::to_string(id) + " (computed from specialization constants)";
       };
-      Fail(Describe(inst) + ": Result dimensions " + show(to.rowsId) + "x" + show(to.colsId) +
-           " do not match the Matrix dimensions " + show(expectRows) + "x" + show(expectCols) +
-           (transpose ? " (transposed)" : "") +
-           (c.options.specialization ? " once specialized" : ""));
+      auto dims = [&](uint32_t rows, uint32_t cols) {
+        const std::string r = show(rows), k = show(cols);
+        return r + (t.ConstantValue(rows) && t.ConstantValue(cols) ? "x" : " x ") + k;
+      };
+      const std::string message = Describe(inst) + ": Result dimensions " + dims(to.rowsId, to.colsId) +
+                                  " do not match the Matrix dimensions " + dims(expectRows, expectCols) +
+                                  (transpose ? " (transposed)" : "") + (c.options.specialization ? " once specialized" : "");
+      Fail(specialized ? message + "; they may match once specialized: lower with the pipeline's values "
+                                   "(the layer does at pipeline creation; coopmat-lower --specialize ID=VALUE) or "
+                                   "assume they will (the layer at module time; coopmat-lower --pending)"
+                       : message);
     }
   }
   if (unsettled(from.useId, to.useId)) return shape;  // the Use rules are checked once specialized

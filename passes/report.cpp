@@ -57,8 +57,7 @@ std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst);
 
 std::string PortableReason(Context& c, const ir::Instruction& inst) {
   if (c.options.layouts.empty())
-    return "no register layouts known (the layer has them when the pipeline's subgroup size is fixed and the "
-           "driver's layouts were probed)";
+    return c.options.withoutLayoutsBecause.empty() ? "no register layouts given" : c.options.withoutLayoutsBecause;
   if (c.subgroupSizes.size() < 2) return ReasonAtOneSize(c, inst);
   // Several sizes: the reason at the first size without register code, and the sizes
   // that have it (a conversion then takes registers there, LowerConversion per size).

@@ -133,13 +133,14 @@ TEST_CASE("muladd_converted_a", "[exec][convert][muladd]") {
            {Grid{2, 2}});
 }
 
+// Not [convert]: the GLSL round-trip suite reruns those on already lowered modules.
 // Issue 15: RADV's measured costs prefer the Workgroup round trip for conversions
 // whose layouts differ, but a kernel whose own shared memory leaves no room for that
 // scratch gets the register moves instead (it was refused before), and they compute
 // the right result. Lowered offline with RADV's cost choice and lavapipe's layouts,
 // run on the bare driver against the CPU reference; the canary fills all but 128
 // bytes of lavapipe's 32768.
-TEST_CASE("convert_within_the_shared_memory_budget", "[exec][convert][budget]") {
+TEST_CASE("convert_within_the_shared_memory_budget", "[exec][budget]") {
   const std::vector<ConvertCase> cases = {{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true},
                                           {Use::Acc, T::F32, 8, 8, Use::A, T::F16, true, true, true}};
   auto options = [](uint32_t limit) {
@@ -185,7 +186,7 @@ TEST_CASE("convert_within_the_shared_memory_budget", "[exec][convert][budget]") 
 // workgroups run at once (few fit the processor's pool), a round trip that would cost
 // one resident workgroup gives way to register moves; where many fit, or the pool is
 // unknown, the measured costs decide.
-TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][convert][budget]") {
+TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget]") {
   const std::vector<uint32_t> words = LoadShader(ConvertCase{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true}.Name(),
                                                  "spirv1.6");
   REQUIRE(!words.empty());

@@ -200,3 +200,23 @@ TEST_CASE("conversions between specialization-constant shapes and Uses", "[speci
   CHECK_FALSE(badUse.ok);
   CHECK_THAT(badUse.error, ContainsSubstring("must have a constant Use"));
 }
+
+// Issue 15: a published kernel with specialization-constant tiles, lowered without
+// saying how to treat them, is refused with what a user can act on: the SpecIds
+// and their defaults (not raw ids) and the two ways to lower it.
+TEST_CASE("a shape relation only specialization can settle is named by SpecId with the options", "[specialize]") {
+  const std::vector<uint32_t> input = passtest::LoadShader("spec_dims_convert", "spirv1.6");
+  coopmat::LowerOptions options;
+  const coopmat::LowerResult strict = coopmat::LowerModule(input, options);
+  REQUIRE_FALSE(strict.ok);
+  CHECK_THAT(strict.error, ContainsSubstring("Result dimensions SpecId 3 (default 8) x SpecId 5 (default 16) do not match the "
+                                             "Matrix dimensions SpecId 3 (default 8) x SpecId 4 (default 16)"));
+  CHECK_THAT(strict.error, ContainsSubstring("--specialize ID=VALUE") && ContainsSubstring("--pending"));
+  CHECK(strict.error.find('%', strict.error.find("Result dimensions")) == std::string::npos);  // no raw ids
+  // Both ways it names work.
+  options.specializationPending = true;
+  CHECK(coopmat::LowerModule(input, options).ok);
+  options.specializationPending = false;
+  options.specialization = Spec({{4, 8}, {5, 8}});
+  CHECK(coopmat::LowerModule(input, options).ok);
+}

@@ -98,6 +98,9 @@ struct LowerOptions {
   // element keep the portable path. 8- and 16-bit values cross lanes widened to
   // 32 bits, which needs the module's Int8/Int16/Float16 capability (else portable).
   std::vector<LinearLayout> layouts;
+  // Why `layouts` is empty, for the per-operation report (the layer says: its
+  // lowering=portable setting, layout_probe=false, or a probe that found nothing).
+  std::string withoutLayoutsBecause;
   // The subgroup sizes a pipeline of the module may run with. An operation takes the
   // register path only when every one of them has the layouts it needs; with several
   // sizes its register code is emitted once per size and selected by the SubgroupSize
