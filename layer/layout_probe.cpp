@@ -451,6 +451,8 @@ std::optional<DriverFamily> RadvFamily(const std::string& deviceName) {
 std::optional<DriverFamily> KnownFamily(const DeviceIdentity& identity) {
   if (identity.driverId == VK_DRIVER_ID_MESA_LLVMPIPE) return DriverFamily::Lavapipe;
   if (identity.driverId == VK_DRIVER_ID_MESA_RADV) return RadvFamily(identity.deviceName);
+  // NVK: its compiler's costs apply; its table only by the builtin_layouts setting.
+  if (identity.driverId == VK_DRIVER_ID_MESA_NVK) return DriverFamily::NvidiaMma;
   return std::nullopt;
 }
 
@@ -577,7 +579,10 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
     *deviceLost = true;
     return {};
   }
-  const LayoutChoice choice = ChooseLayouts(outcome.layouts, outcome.observedAny, family, identity.driverVersion, keys);
+  // builtin_layouts names a family for a driver the layer cannot vouch for (a drm-shim lane).
+  const std::optional<DriverFamily> named = instance.settings.builtinLayouts;
+  const LayoutChoice choice = ChooseLayouts(outcome.layouts, outcome.observedAny, named ? named : family, identity.driverVersion,
+                                            keys, named.has_value());
   if (outcome.layouts.empty()) {
     // Nothing fitted. A table is used only where the probe read nothing (Mesa's
     // drm-shim executes nothing; a failing dispatch), never cached, so that a working
@@ -588,14 +593,16 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
                             : outcome.notes.empty()        ? "no key to probe"
                                                            : outcome.notes.front();
     if (choice.builtin) {
+      const DriverFamily used = named ? *named : *family;
       Log(&instance, LogLevel::Info,
-          std::string("layouts: the probe fitted nothing (") + why + "); using the built-in " + ToString(*family) +
+          std::string("layouts: the probe fitted nothing (") + why + "); using the built-in " + ToString(used) +
               " table (driver " + DriverVersionString(identity.driverVersion) + "), " +
               std::to_string(choice.layouts.size()) + " layouts at subgroup sizes " + Join(sizes));
-      const DriverVersionRange range = BuiltinDriverRange(*family);
+      const DriverVersionRange range = BuiltinDriverRange(used);
       ReportLayouts(instance, keys, choice.layouts,
-                    std::string("built-in ") + ToString(*family) + " table, driver versions " +
-                        DriverVersionString(range.first) + " to " + DriverVersionString(range.last));
+                    named ? std::string("built-in ") + ToString(used) + " table, named by the builtin_layouts setting"
+                          : std::string("built-in ") + ToString(used) + " table, driver versions " +
+                                DriverVersionString(range.first) + " to " + DriverVersionString(range.last));
       return choice.layouts;
     }
     if (!outcome.observedAny) {

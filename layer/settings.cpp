@@ -61,6 +61,13 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     if (v == "portable") out.settings.portableOnly = true;
     else if (v == "auto") out.settings.portableOnly = false;
     else bad();
+  } else if (key == "builtin_layouts") {
+    const std::string v = Lower(Trim(value));
+    out.settings.builtinLayouts.reset();
+    for (DriverFamily family : {DriverFamily::Lavapipe, DriverFamily::RadvGfx11, DriverFamily::RadvGfx12,
+                                DriverFamily::CdnaMfma, DriverFamily::NvidiaMma})
+      if (v == ToString(family)) out.settings.builtinLayouts = family;
+    if (!out.settings.builtinLayouts && !v.empty()) bad();
   } else if (key == "layout_probe") {
     if (auto b = ParseBool(value)) out.settings.layoutProbe = *b; else bad();
   } else if (key == "shader_cache") {
@@ -83,7 +90,7 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     }
   } else {
     out.warnings.push_back(source + ": unknown setting '" + key +
-                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, lowering, shader_cache)");
+                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, builtin_layouts, lowering, shader_cache)");
   }
 }
 

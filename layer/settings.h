@@ -8,8 +8,11 @@
 
 #include <vulkan/vulkan.h>
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "coopmat/layout.h"
 
 namespace coopmat::layer {
 
@@ -23,6 +26,10 @@ struct Settings {
   bool layoutProbe = true;     // discover the driver's register layouts once per device (cached)
   bool shaderCache = true;     // keep pipeline-time lowerings on disk (always in memory)
   bool portableOnly = false;   // lowering=portable: never use the register path
+  // builtin_layouts=<family>: where the probe reads nothing, this family's table
+  // whatever the driver and its version (compile-only lanes on Mesa's drm-shim,
+  // where nothing executes; wrong layouts compute wrong results on real hardware).
+  std::optional<DriverFamily> builtinLayouts;
   // Op features the layer reports as unsupported (to test an app's fallbacks):
   // any of reductions, conversions, per_element_operations, get_coordinate.
   bool disableReductions = false;

@@ -98,26 +98,30 @@ std::optional<Formula> MfmaFormula(const LayoutKey& k) {
   return std::nullopt;
 }
 
-// PTX mma.sync fragments (sm80, m16n8k16 and m16n8k32), two n8 tiles side by
-// side for 16-wide B and accumulators; g = lane / 4, t = lane % 4. 16-bit inputs
-// are 16x16 (A: MxK, B: KxN), 8-bit ones 16x32 and 32x16. Subgroup 32 only.
+// PTX mma.sync fragments (m16n8k8/k16/k32) as NAK (NVK's compiler) lays out KHR
+// matrices, read from its cooperative-matrix lowering: g = lane / 4, t = lane % 4;
+// wider B and accumulators are n8 tiles side by side. f16: A 16x16 and 16x8, B
+// 16x16, 16x8 and 8x8, accumulators 16x16 and 16x8; 8-bit: A 16x32, B 32x16 and
+// 32x8, accumulators 16x16 and 16x8. Subgroup 32 only. Not verified on hardware.
+bool Narrow(uint32_t type) { return type == kTypeU8 || type == kTypeS8 || type == kTypeE4M3 || type == kTypeE5M2; }
 std::optional<Formula> NvidiaMmaFormula(const LayoutKey& k) {
   if (k.subgroupSize != 32) return std::nullopt;
-  const bool narrow = k.componentType == kTypeU8 || k.componentType == kTypeS8 || k.componentType == kTypeE4M3 ||
-                      k.componentType == kTypeE5M2;
+  const uint32_t length = k.rows * k.cols / 32;
   if (k.use == kUseAccumulator) {
-    if (k.rows != 16 || k.cols != 16) return std::nullopt;
-    return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
+    if (k.rows != 16 || (k.cols != 16 && k.cols != 8)) return std::nullopt;
+    return Formula{length, [](const LayoutKey&, uint32_t L, uint32_t i) {
                      return Coord{(L >> 2) + 8 * ((i >> 1) & 1), 2 * (L & 3) + (i & 1) + 8 * (i >> 2)};
                    }};
   }
-  if (!narrow) {
-    if (k.rows != 16 || k.cols != 16) return std::nullopt;
-    if (k.use == kUseA)
-      return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
+  if (!Narrow(k.componentType)) {
+    if (k.use == kUseA) {
+      if (k.rows != 16 || (k.cols != 16 && k.cols != 8)) return std::nullopt;
+      return Formula{length, [](const LayoutKey&, uint32_t L, uint32_t i) {
                        return Coord{(L >> 2) + 8 * ((i >> 1) & 1), 2 * (L & 3) + (i & 1) + 8 * (i >> 2)};
                      }};
-    return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
+    }
+    if (!((k.rows == 16 && (k.cols == 16 || k.cols == 8)) || (k.rows == 8 && k.cols == 8))) return std::nullopt;
+    return Formula{length, [](const LayoutKey&, uint32_t L, uint32_t i) {
                      return Coord{2 * (L & 3) + (i & 1) + 8 * ((i >> 1) & 1), (L >> 2) + 8 * (i >> 2)};
                    }};
   }
@@ -127,9 +131,13 @@ std::optional<Formula> NvidiaMmaFormula(const LayoutKey& k) {
                      return Coord{(L >> 2) + 8 * ((i >> 2) & 1), 4 * (L & 3) + (i & 3) + 16 * (i >> 3)};
                    }};
   }
-  if (k.rows != 32 || k.cols != 16) return std::nullopt;
+  if (k.rows != 32 || (k.cols != 16 && k.cols != 8)) return std::nullopt;
+  if (k.cols == 8)
+    return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
+                     return Coord{4 * (L & 3) + (i & 3) + 16 * (i >> 2), L >> 2};
+                   }};
   return Formula{16, [](const LayoutKey&, uint32_t L, uint32_t i) {
-                   return Coord{4 * (L & 3) + (i & 3) + 16 * ((i >> 2) & 1), (L >> 2) + 8 * (i >> 3)};
+                   return Coord{4 * (L & 3) + (i & 3) + 16 * (i >> 3), (L >> 2) + 8 * ((i >> 2) & 1)};
                  }};
 }
 
@@ -178,7 +186,7 @@ DriverVersionRange BuiltinDriverRange(DriverFamily family) {
     case DriverFamily::RadvGfx11: return {MesaVersion(23, 3, 0), MesaVersion(26, 2, 1023)};
     case DriverFamily::RadvGfx12: return {MesaVersion(25, 2, 0), MesaVersion(26, 2, 1023)};
     case DriverFamily::CdnaMfma:   // no Vulkan driver exposes these (layouts.md 5.1)
-    case DriverFamily::NvidiaMma:  // a hypothesis for the closed driver and NVK (layouts.md 6): never trusted unprobed
+    case DriverFamily::NvidiaMma:  // NAK's layout, never run here (no NVIDIA GPU): only by the builtin_layouts setting
       return {};
   }
   return {};
@@ -201,7 +209,7 @@ std::optional<LinearLayout> BuiltinLayout(DriverFamily family, const LayoutKey& 
 }
 
 LayoutChoice ChooseLayouts(const std::vector<LinearLayout>& probed, bool probeReadSlots, std::optional<DriverFamily> family,
-                           uint32_t driverVersion, const std::vector<LayoutKey>& keys) {
+                           uint32_t driverVersion, const std::vector<LayoutKey>& keys, bool anyVersion) {
   LayoutChoice choice;
   if (!probed.empty()) {
     choice.layouts = probed;
@@ -218,7 +226,12 @@ LayoutChoice ChooseLayouts(const std::vector<LinearLayout>& probed, bool probeRe
     return choice;
   }
   const DriverVersionRange range = BuiltinDriverRange(*family);
-  if (!range.Contains(driverVersion)) {
+  if (!anyVersion && range.first > range.last) {
+    choice.refusal = "the built-in " + std::string(ToString(*family)) +
+                     " table is never used unprobed (the layer's builtin_layouts setting names it for compile-only lanes)";
+    return choice;
+  }
+  if (!anyVersion && !range.Contains(driverVersion)) {
     choice.refusal = "the built-in " + std::string(ToString(*family)) + " table was read from driver versions " +
                      DriverVersionString(range.first) + " to " + DriverVersionString(range.last) + ", not " +
                      DriverVersionString(driverVersion);
@@ -262,7 +275,7 @@ std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupS
       configs = {{kUseA, {kTypeF16, kTypeBF16, kTypeU8, kTypeS8}},
                  {kUseB, {kTypeF16, kTypeBF16, kTypeU8, kTypeS8}},
                  {kUseAccumulator, {kTypeF16, kTypeF32, kTypeU32, kTypeS32}}};
-      shapes = {{16, 16}, {16, 32}, {32, 16}};
+      shapes = {{16, 16}, {16, 8}, {8, 8}, {16, 32}, {32, 16}, {32, 8}};
       break;
   }
   std::vector<LinearLayout> layouts;

@@ -190,10 +190,11 @@ struct ModuleNeeds {
   std::vector<MatrixType> matrices;  // with spec-constant dimensions as specialized
   uint32_t bindings = 0;
   bool pushConstants = false;
+  bool nvCoopmat2 = false;  // declares SPV_NV_cooperative_matrix2 (a native NV module, not the layer's)
   std::string problem;  // a dimension or type this reader cannot resolve
 };
 
-constexpr uint32_t kOpTypeInt = 21, kOpTypeFloat = 22, kOpConstant = 43, kOpSpecConstant = 50,
+constexpr uint32_t kOpExtension = 10, kOpTypeInt = 21, kOpTypeFloat = 22, kOpConstant = 43, kOpSpecConstant = 50,
                    kOpSpecConstantOp = 52, kOpVariable = 59, kOpDecorate = 71, kOpTypeCooperativeMatrixKHR = 4456;
 constexpr uint32_t kDecorationSpecId = 1, kDecorationBinding = 33, kStorageClassPushConstant = 9;
 
@@ -236,6 +237,9 @@ ModuleNeeds ReadNeeds(const std::vector<uint32_t>& spirv, const std::map<uint32_
       return needs;
     }
     const uint32_t* w = &spirv[i];
+    if (op == kOpExtension && count >= 2 &&
+        std::string(reinterpret_cast<const char*>(w + 1), (count - 1) * 4).c_str() == std::string("SPV_NV_cooperative_matrix2"))
+      needs.nvCoopmat2 = true;
     if (op == kOpDecorate && count >= 4 && w[2] == kDecorationSpecId) specIds[w[1]] = w[3];
     if (op == kOpDecorate && count >= 4 && w[2] == kDecorationBinding) needs.bindings = std::max(needs.bindings, w[3] + 1);
     if (op == kOpVariable && count >= 4 && w[3] == kStorageClassPushConstant) needs.pushConstants = true;
@@ -288,7 +292,8 @@ std::string Describe(const MatrixType& t) {
 }
 
 // Every module under the folder, at every size; modules whose matrix types the
-// device does not list are reported as skipped (a driver may reject them).
+// device does not list, or native NV coopmat2 modules on a device without it, are
+// reported as skipped (a driver may reject them).
 int MeasureModules(const sample::Context& layer, const StatsOptions& options) {
   std::vector<std::filesystem::path> paths;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(options.modules))
@@ -307,6 +312,7 @@ int MeasureModules(const sample::Context& layer, const StatsOptions& options) {
       const std::map<uint32_t, uint32_t> specialization = {{0, local}, {1, 16}, {2, 16}};
       const ModuleNeeds needs = ReadNeeds(spirv, specialization);
       std::string unusable = needs.problem;
+      if (unusable.empty() && needs.nvCoopmat2 && !layer.nvCoopmat2()) unusable = "needs VK_NV_cooperative_matrix2";
       for (const MatrixType& t : needs.matrices)
         if (unusable.empty() && !Usable(layer, t)) unusable = "not listed: " + Describe(t);
       if (!unusable.empty()) {

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""The AMD compile lane: RADV (GFX11 navi31, GFX12 gfx1201) through Mesa's amdgpu
-noop drm-shim, where ACO compiles for real and nothing executes.
+"""The compile lanes: RADV (GFX11 navi31, GFX12 gfx1201) through Mesa's amdgpu noop
+drm-shim, and NVK (Ampere 0x172, Turing 0x162: --gpu is the NOUVEAU_CHIPSET) through
+its nouveau noop drm-shim, where ACO or NAK compiles for real and nothing executes.
+On NVK the layer uses the built-in NVIDIA table (builtin_layouts=nvidia-mma), since
+the probe reads nothing there.
 
   check_stats.py cases   --gpu G --opbench PATH --bounds FILE --expected-failures FILE
   check_stats.py modules --gpu G --opbench PATH --modules DIR
@@ -14,7 +17,8 @@ holds prints XPASS: remove it from the list).
 modules: runs `opbench --stats --modules DIR` (the execution tests' modules)
 through the layer and requires every pipeline to be created.
 
-Exit status 77 (ctest: skipped) when the shim or the radeon ICD is missing."""
+Exit status 77 (ctest: skipped) when the shim or the driver's ICD is missing; with
+CI=true that fails instead (a lane that cannot run must not pass)."""
 import argparse
 import csv
 import io
@@ -24,38 +28,50 @@ import sys
 import tempfile
 
 SHIM_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
-SHIM = "libamdgpu_noop_drm_shim.so"
-RADEON_ICD = "/usr/share/vulkan/icd.d/radeon_icd.json"
+ICD_DIR = "/usr/share/vulkan/icd.d"
 SKIP = 77
 
 
-def shim_path():
+def is_nvk(gpu):
+    return gpu.startswith("0x")
+
+
+def shim_path(name):
     for d in SHIM_DIRS:
-        p = os.path.join(d, SHIM)
+        p = os.path.join(d, name)
         if os.path.exists(p):
             return p
     return None
 
 
-SIZES = ["32", "64", "0"]  # wave32, wave64, the driver's pick
+def sizes(gpu):
+    # wave32, wave64 and the driver's pick on RADV; NVK runs 32 only.
+    return ["32", "0"] if is_nvk(gpu) else ["32", "64", "0"]
 
 
 def shim_environment(gpu, cache):
-    shim = shim_path()
-    if not shim or not os.path.exists(RADEON_ICD):
-        print(f"skipped: no {SHIM} or {RADEON_ICD} (Debian: mesa-drm-shim, mesa-vulkan-drivers)")
-        sys.exit(SKIP)
+    shim_name = "libnouveau_noop_drm_shim.so" if is_nvk(gpu) else "libamdgpu_noop_drm_shim.so"
+    icd = os.path.join(ICD_DIR, "nouveau_icd.json" if is_nvk(gpu) else "radeon_icd.json")
+    shim = shim_path(shim_name)
+    if not shim or not os.path.exists(icd):
+        print(f"{'FAIL' if os.environ.get('CI') == 'true' else 'skipped'}: no {shim_name} or {icd} "
+              "(Debian: mesa-drm-shim, mesa-vulkan-drivers)")
+        sys.exit(1 if os.environ.get("CI") == "true" else SKIP)
     env = dict(os.environ)
-    env.update({"LD_PRELOAD": shim, "AMDGPU_GPU_ID": gpu, "VK_DRIVER_FILES": RADEON_ICD, "XDG_CACHE_HOME": cache})
+    env.update({"LD_PRELOAD": shim, "VK_DRIVER_FILES": icd, "XDG_CACHE_HOME": cache})
+    if is_nvk(gpu):
+        env.update({"NOUVEAU_CHIPSET": gpu, "VK_COOPMAT_MAINTENANCE1_BUILTIN_LAYOUTS": "nvidia-mma"})
+    else:
+        env["AMDGPU_GPU_ID"] = gpu
     return env
 
 
 def run_opbench(gpu, opbench, extra):
-    """opbench --stats on the shimmed RADV with a fresh layout cache, one process per
+    """opbench --stats on the shimmed driver with a fresh layout cache, one process per
     subgroup size (RADV keeps every shader of a device in its in-memory cache, and
     past about 500 the shim's memory runs out); returns (status, CSV rows)."""
     status, rows = 0, []
-    for size in SIZES:
+    for size in sizes(gpu):
         with tempfile.TemporaryDirectory(prefix="coopmat-amd-") as cache:
             env = shim_environment(gpu, cache)
             proc = subprocess.run([opbench, "--stats", "--sizes", size] + extra, env=env, capture_output=True,
@@ -107,10 +123,11 @@ def check_cases(args):
     counts = {"pass": 0, "xfail": 0, "xpass": 0, "fail": 0}
     seen = set()
     failing = set()
+    applied = [0] * len(rules)
     for r in rows:
         if r["way"] != "layer" or r["status"] != "ok":
             continue
-        for op, stat, factor, ref in rules:
+        for index, (op, stat, factor, ref) in enumerate(rules):
             if op not in ("*", r["op"]) or r.get(stat, "") == "":
                 continue
             if ref == "-":
@@ -121,6 +138,7 @@ def check_cases(args):
                     continue
                 bound = factor * float(other[stat])
             value = float(r[stat])
+            applied[index] += 1
             entry = (case(r), r["requested_subgroup"], stat, ref)
             seen.add(entry)
             held = value <= bound + 1e-9
@@ -146,6 +164,11 @@ def check_cases(args):
         # Every rule not met, expected or not, in expected_failures.txt's format.
         for entry in sorted(failing):
             print(f"{args.gpu} | {' | '.join(entry)}")
+    # Every rule must apply at least once: a rule whose statistic or reference way
+    # vanished (a driver update, a missing NV lowering) would otherwise pass silently.
+    for (op, stat, factor, ref), n in zip(rules, applied):
+        if n == 0:
+            failures.append(f"rule '{op} | {stat} | {factor:g} | {ref}' applied to no case")
     if not rows:
         failures.append("opbench --stats printed no rows")
     if status != 0 and not failures:
@@ -177,7 +200,7 @@ def run_command(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["cases", "modules", "run"])
-    parser.add_argument("--gpu", required=True, help="AMDGPU_GPU_ID for the drm-shim: navi31, gfx1201, ...")
+    parser.add_argument("--gpu", required=True, help="AMDGPU_GPU_ID for the amdgpu drm-shim (navi31, gfx1201, ...) or NOUVEAU_CHIPSET for the nouveau one (0x172, 0x162)")
     parser.add_argument("--opbench")
     parser.add_argument("--bounds")
     parser.add_argument("--expected-failures")

@@ -223,6 +223,37 @@ TEST_CASE("a built-in table is used only inside the driver versions it was read 
   std::filesystem::remove_all(cache);
 }
 
+// builtin_layouts (compile-only lanes, e.g. NVK on the drm-shim): the named table
+// where the probe reads nothing, whatever the driver version; an unknown name is a
+// warning.
+TEST_CASE("builtin_layouts names the table used where the probe reads nothing", "[layer][probe][settings]") {
+  auto path = FakeDriverOnPath();
+  ScopedEnv sizes("FAKE_DRIVER_SUBGROUP_SIZES", "4,8,0");
+  ScopedEnv driverVersion("FAKE_DRIVER_VERSION", std::to_string(26u << 22 | 3u << 12));  // outside lavapipe's range
+  const bool named = GENERATE(true, false);
+  ScopedEnv setting("VK_COOPMAT_MAINTENANCE1_BUILTIN_LAYOUTS", named ? "lavapipe" : "not-a-family");
+  const std::filesystem::path cache = TempPath(named ? "probe-named" : "probe-badname");
+  std::filesystem::remove_all(cache);
+  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
+  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
+  InstanceOptions instanceOptions;
+  instanceOptions.layersBelow = {kFakeDriverLayer};
+  Instance instance(instanceOptions);
+  REQUIRE(instance.ok());
+  {
+    Device device(instance);
+    REQUIRE(device.ok());
+  }
+  CHECK(Texts(instance, "using the built-in lavapipe table").size() == (named ? 1u : 0u));
+  CHECK(Texts(instance, "# built-in lavapipe table, named by the builtin_layouts setting").empty() == !named);
+  if (!named) {
+    CHECK(!Texts(instance, "invalid value 'not-a-family' for setting 'builtin_layouts'").empty());
+    CHECK(!Texts(instance, "table was read from driver versions").empty());  // the ordinary policy
+  }
+  std::filesystem::remove_all(cache);
+}
+
 TEST_CASE("review 14: devices created at once on one GPU write the layout cache without colliding",
           "[layer][review][probe][threads]") {
   ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");

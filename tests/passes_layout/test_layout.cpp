@@ -65,8 +65,9 @@ Coord MfmaF64x4(const LayoutKey&, uint32_t L, uint32_t) {
 }
 
 // ---- PTX ISA "Matrix Fragments for mma.m16n8k16 / m16n8k32", groupID = L >> 2,
-// threadID_in_group = L % 4; a 16-wide B or accumulator is two n8 tiles, tile = i / 4
-// (16-bit B, accumulators) or i / 8 (8-bit B).
+// threadID_in_group = L % 4; KHR matrices wider than one n8 tile as NAK combines them:
+// 16-bit B and all accumulators by tile = i / 4 over N, 8-bit 32x16 B by i bit 2 over N
+// and i bit 3 over K.
 Coord MmaA16(const LayoutKey&, uint32_t L, uint32_t i) {
   const uint32_t group = L >> 2, thread = L % 4;
   return {group + (i % 4 >= 2 ? 8 : 0), thread * 2 + (i % 2) + (i >= 4 ? 8 : 0)};
@@ -84,9 +85,14 @@ Coord MmaA8(const LayoutKey&, uint32_t L, uint32_t i) {
   const bool low = i < 4 || (i >= 8 && i < 12);
   return {group + (low ? 0 : 8), thread * 4 + (i % 4) + (i >= 8 ? 16 : 0)};
 }
-Coord MmaB8(const LayoutKey&, uint32_t L, uint32_t i) {
-  const uint32_t group = L >> 2, thread = L % 4, tile = i / 8, j = i % 8;
-  return {thread * 4 + (j % 4) + (j >= 4 ? 16 : 0), 8 * tile + group};
+Coord MmaB8x8(const LayoutKey&, uint32_t L, uint32_t i) {  // 32x8: one n8 tile
+  const uint32_t group = L >> 2, thread = L % 4;
+  return {thread * 4 + (i % 4) + (i >= 4 ? 16 : 0), group};
+}
+Coord MmaB8x16(const LayoutKey&, uint32_t L, uint32_t i) {  // 32x16
+  const uint32_t group = L >> 2, thread = L % 4;
+  const bool low = i < 4 || (i >= 8 && i < 12);
+  return {thread * 4 + (i % 4) + (i >= 8 ? 16 : 0), group + (low ? 0 : 8)};
 }
 
 Expectation Expected(DriverFamily family, const LayoutKey& k) {
@@ -107,9 +113,11 @@ Expectation Expected(DriverFamily family, const LayoutKey& k) {
       return {4, 1, Mfma4x4};
     case DriverFamily::NvidiaMma: {
       const bool narrow = k.componentType == kTypeU8 || k.componentType == kTypeS8;
-      if (k.use == kUseAccumulator) return {8, 1, MmaAcc};
-      if (k.use == kUseA) return narrow ? Expectation{16, 1, MmaA8} : Expectation{8, 1, MmaA16};
-      return narrow ? Expectation{16, 1, MmaB8} : Expectation{8, 1, MmaB16};
+      const uint32_t length = k.rows * k.cols / 32;
+      if (k.use == kUseAccumulator) return {length, 1, MmaAcc};
+      if (k.use == kUseA) return narrow ? Expectation{16, 1, MmaA8} : Expectation{length, 1, MmaA16};
+      if (narrow) return k.cols == 8 ? Expectation{8, 1, MmaB8x8} : Expectation{16, 1, MmaB8x16};
+      return {length, 1, MmaB16};
     }
   }
   return {};
@@ -153,8 +161,8 @@ TEST_CASE("built-in layouts match the published formulas slot by slot", "[layout
         CHECK(std::all_of(held.begin(), held.end(), [&](const auto& h) { return h.second == want.replicas; }));
       }
     }
-  // lavapipe 90, GFX11 2 x 13, GFX12 2 x 17, MFMA 2 x 5 + 2, NVIDIA mma 12.
-  CHECK(total == 90 + 26 + 34 + 12 + 12);
+  // lavapipe 90, GFX11 2 x 13, GFX12 2 x 17, MFMA 2 x 5 + 2, NVIDIA mma 24.
+  CHECK(total == 90 + 26 + 34 + 12 + 24);
 }
 
 TEST_CASE("built-in lists cover only the subgroup sizes a family runs", "[layout][builtin]") {
@@ -164,7 +172,7 @@ TEST_CASE("built-in lists cover only the subgroup sizes a family runs", "[layout
   CHECK(BuiltinLayouts(DriverFamily::RadvGfx11, 32).size() == 13);
   CHECK(BuiltinLayouts(DriverFamily::RadvGfx12, 64).size() == 17);
   CHECK(BuiltinLayouts(DriverFamily::CdnaMfma, 32).empty());
-  CHECK(BuiltinLayouts(DriverFamily::NvidiaMma, 32).size() == 12);
+  CHECK(BuiltinLayouts(DriverFamily::NvidiaMma, 32).size() == 24);
   CHECK(BuiltinLayouts(DriverFamily::NvidiaMma, 64).empty());
   // Lookups by key: type-independent where the driver is, shapes it cannot hold rejected.
   CHECK(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeU16, kUseAccumulator, 16, 16, 32}).has_value());

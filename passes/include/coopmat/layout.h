@@ -191,7 +191,7 @@ enum class DriverFamily {
   RadvGfx11,  // layouts.md section 3 (also AMDVLK GFX11)
   RadvGfx12,  // layouts.md section 4.1, current "C layout" for all uses
   CdnaMfma,   // layouts.md section 5.2 / seed 004 accumulators, subgroup 64
-  NvidiaMma,  // PTX mma.sync fragments (sm80), subgroup 32; unverified on NVK
+  NvidiaMma,  // PTX mma fragments as NAK (NVK) lays out KHR matrices, subgroup 32; not run on hardware
 };
 const char* ToString(DriverFamily family);
 
@@ -226,8 +226,9 @@ struct LayoutChoice {
   bool builtin = false;  // layouts came from the family's table
   std::string refusal;   // a table exists for these keys but is not used: why
 };
+// anyVersion: the user named the family (the layer's builtin_layouts setting): no version check.
 LayoutChoice ChooseLayouts(const std::vector<LinearLayout>& probed, bool probeReadSlots, std::optional<DriverFamily> family,
-                           uint32_t driverVersion, const std::vector<LayoutKey>& keys);
+                           uint32_t driverVersion, const std::vector<LayoutKey>& keys, bool anyVersion = false);
 
 // The configurations the family advertises (lavapipe: plus flexible shapes up
 // to 32x32) at this subgroup size; empty when it runs no such size.
