@@ -23,6 +23,14 @@ const VkBaseInStructure* FindInChain(const void* chain, VkStructureType type) {
   return nullptr;
 }
 
+VkBaseInStructure* ChainCopy::Clone(const VkBaseInStructure* source, size_t size) {
+  auto storage = std::make_unique<std::byte[]>(size);
+  std::memcpy(storage.get(), source, size);
+  auto* copy = reinterpret_cast<VkBaseInStructure*>(storage.get());
+  storage_.push_back(std::move(storage));
+  return copy;
+}
+
 bool ChainCopy::Copy(const void* chain, VkStructureType drop, const void** out, const VkBaseInStructure* replace,
                      VkStructureType* unknown) {
   // Find the last node that must change; everything after it is shared as is.
@@ -46,10 +54,7 @@ bool ChainCopy::Copy(const void* chain, VkStructureType drop, const void** out, 
       if (unknown) *unknown = s->sType;
       return false;
     }
-    auto storage = std::make_unique<std::byte[]>(size);
-    std::memcpy(storage.get(), source, size);
-    auto* copy = reinterpret_cast<VkBaseInStructure*>(storage.get());
-    storage_.push_back(std::move(storage));
+    VkBaseInStructure* copy = Clone(source, size);
     *link = copy;
     link = const_cast<const VkBaseInStructure**>(&copy->pNext);
     if (s == lastEdited) {
@@ -69,10 +74,7 @@ bool ChainCopy::CopyEvery(const void* chain, const void** out, VkStructureType* 
       if (unknown) *unknown = s->sType;
       return false;
     }
-    auto storage = std::make_unique<std::byte[]>(size);
-    std::memcpy(storage.get(), s, size);
-    auto* copy = reinterpret_cast<VkBaseInStructure*>(storage.get());
-    storage_.push_back(std::move(storage));
+    VkBaseInStructure* copy = Clone(s, size);
     *link = copy;
     link = const_cast<const VkBaseInStructure**>(&copy->pNext);
   }

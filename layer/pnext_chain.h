@@ -39,6 +39,7 @@ class ChainCopy {
   }
 
  private:
+  VkBaseInStructure* Clone(const VkBaseInStructure* source, size_t size);  // an owned copy of `size` bytes
   std::vector<std::unique_ptr<std::byte[]>> storage_;
 };
 

@@ -528,8 +528,9 @@ void Scratch::Finalize() {
                              std::to_string(*t.ConstantValue(words) * 4) + " bytes, at subgroup size " +
                              std::to_string(minSubgroup) + ") on top of the module's own " + std::to_string(own) +
                              " bytes, more than the " + std::to_string(limit) + " bytes of shared memory the device allows" +
-                             (own > limit ? " (the module's own shared memory alone exceeds it)"
-                                          : " (the module alone fits; the operations that need the scratch have no register form here)"),
+                             (own > limit                                     ? " (the module's own shared memory alone exceeds it)"
+                              : context_.options.registerMovesWithShuffles ? " (the module alone fits; the operations that need the scratch have no register form here)"
+                                                                           : " (the module alone fits)"),
                          true};
       }
     }

@@ -87,6 +87,40 @@ VkResult CreateModule(VkDevice device, const std::vector<uint32_t>& words) {
   return result;
 }
 
+// One device created and destroyed over the fake driver (whose behaviour the caller
+// set in the environment first) with a fresh layout cache, the probe on and the
+// layer's info messages kept: what the probe-policy tests read.
+class ProbeOverFakeDriver {
+ public:
+  explicit ProbeOverFakeDriver(const std::string& cacheName, const DeviceOptions& options = {})
+      : cache_(FreshDirectory(cacheName)), cacheHome_("XDG_CACHE_HOME", cache_.string()) {
+    REQUIRE(instance_.ok());
+    Device device(instance_, options);
+    REQUIRE(device.ok());
+  }
+  ~ProbeOverFakeDriver() { std::filesystem::remove_all(cache_); }
+  const Instance& instance() const { return instance_; }
+  const std::filesystem::path& cache() const { return cache_; }
+
+ private:
+  static std::filesystem::path FreshDirectory(const std::string& name) {
+    std::filesystem::path path = TempPath(name);
+    std::filesystem::remove_all(path);
+    return path;
+  }
+  static InstanceOptions BelowLayer() {
+    InstanceOptions options;
+    options.layersBelow = {kFakeDriverLayer};
+    return options;
+  }
+  ScopedEnv onPath_ = FakeDriverOnPath();
+  std::filesystem::path cache_;
+  ScopedEnv cacheHome_;
+  ScopedEnv probing_{"VK_COOPMAT_MAINTENANCE1_LOWERING", "auto"};
+  ScopedEnv verbose_{"VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info"};
+  Instance instance_{BelowLayer()};
+};
+
 }  // namespace
 
 // Issue 15: the probe runs whatever the app enabled. The layer turns on, in its own
@@ -137,20 +171,10 @@ TEST_CASE("the probe runs whatever features the app enabled: the layer enables w
 // and no built-in table stands in for what the probe saw.
 TEST_CASE("the probe requires each subgroup size though the app enabled no subgroup size control",
           "[layer][probe]") {
-  auto path = FakeDriverOnPath();
   ScopedEnv sizes("FAKE_DRIVER_SUBGROUP_SIZES", "8,16");
   const std::filesystem::path log = TempPath("probe-sizes.log");
   std::filesystem::remove(log);
   ScopedEnv fakeLog("FAKE_DRIVER_LOG", log.string());
-  const std::filesystem::path cache = TempPath("probe-sizes");
-  std::filesystem::remove_all(cache);
-  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
-  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
-  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
-  InstanceOptions instanceOptions;
-  instanceOptions.layersBelow = {kFakeDriverLayer};
-  Instance instance(instanceOptions);
-  REQUIRE(instance.ok());
   DeviceOptions options;
   options.editFeatures = [](VkPhysicalDeviceFeatures2& features) {
     auto* v13 = Find<VkPhysicalDeviceVulkan13Features>(features, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES);
@@ -158,10 +182,8 @@ TEST_CASE("the probe requires each subgroup size though the app enabled no subgr
     v13->subgroupSizeControl = VK_FALSE;
     v13->computeFullSubgroups = VK_FALSE;
   };
-  {
-    Device device(instance, options);
-    REQUIRE(device.ok());
-  }
+  const ProbeOverFakeDriver run("probe-sizes", options);
+  const Instance& instance = run.instance();
   std::vector<std::string> lines;
   {
     std::ifstream in(log);
@@ -188,8 +210,7 @@ TEST_CASE("the probe requires each subgroup size though the app enabled no subgr
   CHECK(Texts(instance, "subgroup=16 ").empty());
   CHECK(!Texts(instance, "subgroup 16: cannot create the probe pipeline").empty());
   CHECK(Texts(instance, "built-in").empty());
-  CHECK(LayoutCacheFiles(cache).empty());  // an incomplete probe is not cached
-  std::filesystem::remove_all(cache);
+  CHECK(LayoutCacheFiles(run.cache()).empty());  // an incomplete probe is not cached
   std::filesystem::remove(log);
 }
 
@@ -198,60 +219,34 @@ TEST_CASE("the probe requires each subgroup size though the app enabled no subgr
 // makes lavapipe report sizes 4 to 8 and refuse every probe pipeline, and a chosen
 // driverVersion.
 TEST_CASE("a built-in table is used only inside the driver versions it was read from", "[layer][probe]") {
-  auto path = FakeDriverOnPath();
   ScopedEnv sizes("FAKE_DRIVER_SUBGROUP_SIZES", "4,8,0");
   const bool inside = GENERATE(true, false);
   const uint32_t version = inside ? (26u << 22 | 1u << 12 | 6u) : (26u << 22 | 3u << 12);
   INFO("driver " << (version >> 22) << "." << ((version >> 12) & 0x3ff) << "." << (version & 0xfff));
   ScopedEnv driverVersion("FAKE_DRIVER_VERSION", std::to_string(version));
-  const std::filesystem::path cache = TempPath(inside ? "probe-range-in" : "probe-range-out");
-  std::filesystem::remove_all(cache);
-  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
-  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
-  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
-  InstanceOptions instanceOptions;
-  instanceOptions.layersBelow = {kFakeDriverLayer};
-  Instance instance(instanceOptions);
-  REQUIRE(instance.ok());
-  {
-    Device device(instance);
-    REQUIRE(device.ok());
-  }
+  const ProbeOverFakeDriver run(inside ? "probe-range-in" : "probe-range-out");
+  const Instance& instance = run.instance();
   CHECK(Texts(instance, "using the built-in lavapipe table (driver 26.1.6)").size() == (inside ? 1u : 0u));
   CHECK(Texts(instance, "table was read from driver versions 26.1.0 to 26.2.1023, not 26.3.0").size() == (inside ? 0u : 1u));
-  CHECK(LayoutCacheFiles(cache).empty());  // neither is cached
-  std::filesystem::remove_all(cache);
+  CHECK(LayoutCacheFiles(run.cache()).empty());  // neither is cached
 }
 
 // builtin_layouts (compile-only lanes, e.g. NVK on the drm-shim): the named table
 // where the probe reads nothing, whatever the driver version; an unknown name is a
 // warning.
 TEST_CASE("builtin_layouts names the table used where the probe reads nothing", "[layer][probe][settings]") {
-  auto path = FakeDriverOnPath();
   ScopedEnv sizes("FAKE_DRIVER_SUBGROUP_SIZES", "4,8,0");
   ScopedEnv driverVersion("FAKE_DRIVER_VERSION", std::to_string(26u << 22 | 3u << 12));  // outside lavapipe's range
   const bool named = GENERATE(true, false);
   ScopedEnv setting("VK_COOPMAT_MAINTENANCE1_BUILTIN_LAYOUTS", named ? "lavapipe" : "not-a-family");
-  const std::filesystem::path cache = TempPath(named ? "probe-named" : "probe-badname");
-  std::filesystem::remove_all(cache);
-  ScopedEnv cacheHome("XDG_CACHE_HOME", cache.string());
-  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
-  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
-  InstanceOptions instanceOptions;
-  instanceOptions.layersBelow = {kFakeDriverLayer};
-  Instance instance(instanceOptions);
-  REQUIRE(instance.ok());
-  {
-    Device device(instance);
-    REQUIRE(device.ok());
-  }
+  const ProbeOverFakeDriver run(named ? "probe-named" : "probe-badname");
+  const Instance& instance = run.instance();
   CHECK(Texts(instance, "using the built-in lavapipe table").size() == (named ? 1u : 0u));
   CHECK(Texts(instance, "# built-in lavapipe table, named by the builtin_layouts setting").empty() == !named);
   if (!named) {
     CHECK(!Texts(instance, "invalid value 'not-a-family' for setting 'builtin_layouts'").empty());
     CHECK(!Texts(instance, "table was read from driver versions").empty());  // the ordinary policy
   }
-  std::filesystem::remove_all(cache);
 }
 
 TEST_CASE("review 14: devices created at once on one GPU write the layout cache without colliding",
