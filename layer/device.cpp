@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_files.h"
 #include "entry_points.h"
 #include "layout_probe.h"
 #include "layer_names.h"
@@ -134,10 +135,10 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
 }
 
 // What else a pipeline-time lowering depends on: the device and driver build (a
-// disk entry must not reach another GPU or driver), the layer version and options.
+// disk entry must not reach another GPU or driver), the layer's build and options.
 uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physicalDevice, const LowerOptions& options) {
   Hasher h;
-  h.Add(std::string(COOPMAT_LAYER_VERSION));
+  h.Add(std::string(BuildId()));  // the layer's and the lowering's sources: a rebuilt layer misses
   VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
   VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
   if (instance.dispatch.GetPhysicalDeviceProperties2) {

@@ -1,6 +1,7 @@
 #include "layout_probe.h"
 
-#include <unistd.h>
+#include "cache_files.h"
+
 
 #include <algorithm>
 #include <cinttypes>
@@ -9,12 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <span>
 #include <sstream>
-#include <thread>
 
 #include "layout_probe_shaders.h"  // generated: kProbe<Type>[] SPIR-V words
 #include "messages.h"
@@ -23,8 +22,8 @@
 namespace coopmat::layer {
 namespace {
 
-// Bump when the probe or the cache format changes: old cache files are then ignored.
-constexpr const char* kCacheFormat = "coopmat-maintenance1 layouts v1";
+// The file's first line; the build identity in the name retires files of other builds.
+constexpr const char* kCacheFormat = "coopmat-maintenance1 layouts v2";
 
 struct ProbeShader {
   uint32_t componentType;
@@ -397,41 +396,39 @@ DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalD
   std::string sizes;
   for (uint32_t size : subgroupSizes) sizes += "-sg" + std::to_string(size);
   identity.cacheName = "layouts-" + Hex(id.deviceUUID, VK_UUID_SIZE) + "-" + Hex(id.driverUUID, VK_UUID_SIZE) + "-" +
-                       std::to_string(properties.properties.driverVersion) + sizes + "-" COOPMAT_LAYER_VERSION ".txt";
+                       std::to_string(properties.properties.driverVersion) + sizes + "-" + BuildId() + ".txt";
   return identity;
 }
 
 
 std::optional<std::vector<LinearLayout>> ReadCache(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string content = text.str();
-  if (content.rfind(std::string("# ") + kCacheFormat, 0) != 0) return std::nullopt;
-  ParseResult parsed = ParseLayouts(content);
+  const std::optional<std::string> content = ReadCacheFile(path, 1u << 20);
+  if (!content || content->rfind(std::string("# ") + kCacheFormat, 0) != 0) return std::nullopt;
+  ParseResult parsed = ParseLayouts(*content);
   if (!parsed.ok) return std::nullopt;
   return parsed.layouts;
 }
 
-// Written to a private temporary file and renamed, so readers never see half a file.
+// Written atomically (cache_files.h); layout files of other builds are removed, as
+// they would never be read again.
 bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayout>& layouts,
                 const std::vector<std::string>& notes) {
+  std::string text = std::string("# ") + kCacheFormat + "\n";
+  for (const std::string& note : notes) text += "# " + note + "\n";
+  for (const LinearLayout& layout : layouts) text += FormatLayout(layout) + "\n";
+  if (!WriteCacheFileAtomically(path, text)) return false;
+  const std::string ours = std::string("-") + BuildId() + ".txt";
   std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  // Unique per process and thread: two devices may be created at once.
-  const std::filesystem::path temporary = path.string() + ".tmp." + std::to_string(getpid()) + "." +
-                                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << "# " << kCacheFormat << "\n";
-    for (const std::string& note : notes) out << "# " << note << "\n";
-    for (const LinearLayout& layout : layouts) out << FormatLayout(layout) << "\n";
-    if (!out) return false;
+  for (std::filesystem::directory_iterator it(path.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("layouts-", 0) == 0 && name.find(".tmp.") == std::string::npos &&
+        (name.size() < ours.size() || name.compare(name.size() - ours.size(), ours.size(), ours) != 0)) {
+      std::error_code removed;
+      std::filesystem::remove(it->path(), removed);
+    }
   }
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) std::filesystem::remove(temporary, ec);
-  return !ec;
+  RemoveStaleTemporaries(path.parent_path());
+  return true;
 }
 
 // RADV names the chip in deviceName, e.g. "AMD Radeon RX 7900 XTX (RADV NAVI31)",

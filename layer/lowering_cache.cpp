@@ -1,14 +1,12 @@
 #include "lowering_cache.h"
 
-#include <unistd.h>
+#include "cache_files.h"
 
-#include <atomic>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <thread>
 
 namespace coopmat::layer {
 namespace {
@@ -24,17 +22,20 @@ uint64_t Avalanche(uint64_t x) {
   return x;
 }
 
-// Disk entry: a 40-byte header, then the module.
+// Disk entry: a 48-byte header, then the module.
 constexpr uint32_t kMagic = 0x4d4c4d43;  // "CMLM"
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;
 struct Header {
   uint32_t magic, format;
   uint64_t keyLow, keyHigh;
+  uint64_t build;  // the build identity's hash: an entry another build wrote is never used
   uint32_t wordCount;
   uint32_t opsLowered, opsInRegisters;
-  uint32_t checksum;  // over the words, so a torn or edited file is never used
+  uint32_t checksum;  // over the words, so a torn file is never used (not a MAC: the folder is the user's own)
 };
-static_assert(sizeof(Header) == 40);  // no padding: the struct is the file format
+static_assert(sizeof(Header) == 48);  // no padding: the struct is the file format
+
+uint64_t BuildHash() { return Hasher().Add(std::string(BuildId())).Finish().low; }
 
 uint32_t Checksum(std::span<const uint32_t> words) {
   const Hash128 h = Hasher().Add(words).Finish();
@@ -42,14 +43,6 @@ uint32_t Checksum(std::span<const uint32_t> words) {
 }
 
 }  // namespace
-
-std::filesystem::path CacheDirectory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::filesystem::path(xdg) / "coopmat-maintenance1";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::filesystem::path(home) / ".cache" / "coopmat-maintenance1";
-  return {};
-}
 
 std::string Hash128::Hex() const {
   char text[33];
@@ -102,11 +95,21 @@ const char* ToString(CacheSource source) {
   return "?";
 }
 
-LoweringCache::LoweringCache(std::filesystem::path directory, size_t memoryEntries)
-    : directory_(std::move(directory)), capacity_(std::max<size_t>(memoryEntries, 1)) {}
+LoweringCache::LoweringCache(const std::filesystem::path& root, size_t memoryEntries)
+    : directory_(root.empty() ? root : root / BuildId()), capacity_(std::max<size_t>(memoryEntries, 1)) {
+  if (root.empty()) return;
+  // What older (or other) builds wrote is never used: remove it, and what writers
+  // that died mid-write left here.
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code kind;
+    if (it->path().filename() != BuildId() && !it->is_symlink(kind)) std::filesystem::remove_all(it->path(), kind);
+  }
+  RemoveStaleTemporaries(directory_);
+}
 
 std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, const std::function<CachedLowering()>& lower,
-                                                         CacheSource& source) {
+                                                         CacheSource& source, const DiskCheck& check, std::string* rejected) {
   std::promise<std::shared_ptr<const CachedLowering>> promise;
   std::optional<Future> pending;
   {
@@ -130,6 +133,15 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
   try {
     entry = ReadDisk(key);
     source = CacheSource::Disk;
+    if (entry && check) {
+      // A hit passes what fresh output passes (a scan, and spirv-val under validate).
+      if (std::string why = check(entry->words); !why.empty()) {
+        if (rejected) *rejected = why;
+        std::error_code ec;
+        std::filesystem::remove(directory_ / (key.Hex() + ".spv"), ec);
+        entry = nullptr;
+      }
+    }
     if (!entry) {
       source = CacheSource::Lowered;
       auto produced = std::make_shared<CachedLowering>(lower());
@@ -141,6 +153,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
     promise.set_exception(std::current_exception());
     std::lock_guard lock(mutex_);
     entries_.erase(key);
+    order_.remove(key);  // else a later insert of the key has two places in the order (review 2, finding 12)
     throw;
   }
   promise.set_value(entry);
@@ -149,18 +162,16 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
 
 std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key) const {
   if (directory_.empty()) return nullptr;
-  std::ifstream file(directory_ / (key.Hex() + ".spv"), std::ios::binary);
-  if (!file) return nullptr;
+  const std::optional<std::string> bytes = ReadCacheFile(directory_ / (key.Hex() + ".spv"), sizeof(Header) + (64u << 22));
+  if (!bytes || bytes->size() < sizeof(Header)) return nullptr;
   Header header{};
-  if (!file.read(reinterpret_cast<char*>(&header), sizeof(header))) return nullptr;
+  std::memcpy(&header, bytes->data(), sizeof(header));
   if (header.magic != kMagic || header.format != kFormat || header.keyLow != key.low || header.keyHigh != key.high ||
-      header.wordCount < 5 || header.wordCount > (64u << 20))
+      header.build != BuildHash() || header.wordCount < 5 || bytes->size() != sizeof(Header) + uint64_t{header.wordCount} * 4)
     return nullptr;
   auto entry = std::make_shared<CachedLowering>();
   entry->words.resize(header.wordCount);
-  if (!file.read(reinterpret_cast<char*>(entry->words.data()), static_cast<std::streamsize>(header.wordCount * 4)))
-    return nullptr;
-  if (file.peek() != std::char_traits<char>::eof()) return nullptr;
+  std::memcpy(entry->words.data(), bytes->data() + sizeof(Header), uint64_t{header.wordCount} * 4);
   if (entry->words[0] != 0x07230203 || Checksum(entry->words) != header.checksum) return nullptr;
   entry->ok = true;
   entry->opsLowered = header.opsLowered;
@@ -170,29 +181,12 @@ std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key
 
 void LoweringCache::WriteDisk(const Hash128& key, const CachedLowering& entry) const {
   if (directory_.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(directory_, ec);
-  // A name no other thread or process uses, renamed into place: readers see whole files only.
-  static std::atomic<uint64_t> counter{0};
-  const std::filesystem::path final = directory_ / (key.Hex() + ".spv");
-  const std::filesystem::path temporary =
-      directory_ / (key.Hex() + ".tmp." + std::to_string(getpid()) + "." +
-                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())) + "." +
-                    std::to_string(counter.fetch_add(1)));
-  Header header{kMagic, kFormat, key.low, key.high, static_cast<uint32_t>(entry.words.size()),
-                entry.opsLowered, entry.opsInRegisters, Checksum(entry.words)};
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file.write(reinterpret_cast<const char*>(&header), sizeof(header));
-    file.write(reinterpret_cast<const char*>(entry.words.data()), static_cast<std::streamsize>(entry.words.size() * 4));
-    if (!file) {
-      file.close();
-      std::filesystem::remove(temporary, ec);
-      return;
-    }
-  }
-  std::filesystem::rename(temporary, final, ec);
-  if (ec) std::filesystem::remove(temporary, ec);
+  const Header header{kMagic, kFormat, key.low, key.high, BuildHash(), static_cast<uint32_t>(entry.words.size()),
+                      entry.opsLowered, entry.opsInRegisters, Checksum(entry.words)};
+  std::string bytes(sizeof(header) + entry.words.size() * 4, '\0');
+  std::memcpy(bytes.data(), &header, sizeof(header));
+  std::memcpy(bytes.data() + sizeof(header), entry.words.data(), entry.words.size() * 4);
+  WriteCacheFileAtomically(directory_ / (key.Hex() + ".spv"), bytes);
 }
 
 }  // namespace coopmat::layer

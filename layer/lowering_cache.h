@@ -19,9 +19,6 @@
 
 namespace coopmat::layer {
 
-// $XDG_CACHE_HOME/coopmat-maintenance1 (or ~/.cache/...); empty when neither is set.
-std::filesystem::path CacheDirectory();
-
 struct Hash128 {
   uint64_t low = 0, high = 0;
   bool operator==(const Hash128&) const = default;
@@ -55,13 +52,20 @@ const char* ToString(CacheSource source);
 
 class LoweringCache {
  public:
-  // directory: where entries are stored on disk (empty: memory only).
-  explicit LoweringCache(std::filesystem::path directory, size_t memoryEntries = 256);
+  // root: where entries are stored on disk (empty: memory only), in a folder per
+  // build identity (cache_files.h, BuildId); other builds' folders are removed.
+  explicit LoweringCache(const std::filesystem::path& root, size_t memoryEntries = 256);
+
+  // What a disk entry must pass before it is used, as fresh output does: "" to accept,
+  // else why not (the entry is then removed and the module lowered again).
+  using DiskCheck = std::function<std::string(std::span<const uint32_t> words)>;
 
   // The entry for key, from memory, from disk or by calling lower() (once per key).
-  // Failed lowerings are kept in memory only.
+  // Failed lowerings are kept in memory only. *rejected says why a disk entry was
+  // not used, when one was found and refused.
   std::shared_ptr<const CachedLowering> Get(const Hash128& key, const std::function<CachedLowering()>& lower,
-                                            CacheSource& source);
+                                            CacheSource& source, const DiskCheck& check = nullptr,
+                                            std::string* rejected = nullptr);
 
   const std::filesystem::path& directory() const { return directory_; }
 

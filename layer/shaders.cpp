@@ -260,6 +260,18 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
   const Hash128 key = hasher.Finish();
   CacheSource source = CacheSource::Lowered;
   double microseconds = 0;
+  std::string rejected;
+  // A disk entry is checked as fresh output is: no maintenance1 instruction left, and
+  // spirv-val under validate=true.
+  const LoweringCache::DiskCheck check = [&](std::span<const uint32_t> words) -> std::string {
+    const ScanResult scanned = ScanModule(words);
+    if (!scanned.ok) return "not a module: " + scanned.error;
+    if (scanned.usage.NeedsLowering()) return "it still uses the extension";
+    if (device.instance->settings.validate)
+      if (std::string problem = ValidateModule(words, static_cast<int>(device.vulkanMinor)); !problem.empty())
+        return "it does not validate: " + problem;
+    return "";
+  };
   out.code = device.loweringCache->Get(
       key,
       [&] {
@@ -277,7 +289,10 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
         microseconds = lowered.stats.microseconds;
         return entry;
       },
-      source);
+      source, check, &rejected);
+  if (!rejected.empty())
+    Log(device.instance, LogLevel::Warning,
+        std::string(where) + ": a disk cache entry was not used (" + rejected + "); lowered again");
   device.stageLowerings[static_cast<int>(source)].fetch_add(1, std::memory_order_relaxed);
   device.stageLoweringMicroseconds.fetch_add(static_cast<uint64_t>(microseconds), std::memory_order_relaxed);
   if (!out.code->ok) {
@@ -429,6 +444,42 @@ template <typename Handle> VkResult FailAll(uint32_t count, Handle* handles, VkR
   return result;
 }
 
+// Vulkan ("Multiple Pipeline Creation"): every pipeline of a call is attempted and
+// only those that failed get VK_NULL_HANDLE, unless a failed one has
+// VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT (then none after it is created).
+// ok[i]: whether info i's stages were lowered. Calls `create` with the others, in
+// order (base pipeline indices renumbered; a derivative whose base failed loses the
+// derivative hint), places their handles, and returns the driver's error or ours.
+template <typename Info, typename Create>
+VkResult CreateLoweredOnes(std::vector<Info>& infos, const std::vector<bool>& ok, VkResult failure, VkPipeline* pipelines,
+                           const Create& create) {
+  const uint32_t count = static_cast<uint32_t>(infos.size());
+  if (std::all_of(ok.begin(), ok.end(), [](bool b) { return b; })) return create(count, infos.data(), pipelines);
+  uint32_t end = count;
+  for (uint32_t i = 0; i < count && end == count; ++i)
+    if (!ok[i] && (infos[i].flags & VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT)) end = i;
+  std::vector<Info> subset;
+  std::vector<uint32_t> position;
+  std::vector<int32_t> renumbered(count, -1);
+  for (uint32_t i = 0; i < end; ++i)
+    if (ok[i]) {
+      renumbered[i] = static_cast<int32_t>(subset.size());
+      position.push_back(i);
+      subset.push_back(infos[i]);
+    }
+  for (Info& info : subset) {
+    if (info.basePipelineIndex < 0) continue;
+    const auto base = static_cast<uint32_t>(info.basePipelineIndex);
+    info.basePipelineIndex = base < count ? renumbered[base] : -1;
+    if (info.basePipelineIndex < 0 && info.basePipelineHandle == VK_NULL_HANDLE) info.flags &= ~VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+  }
+  for (uint32_t i = 0; i < count; ++i) pipelines[i] = VK_NULL_HANDLE;
+  std::vector<VkPipeline> created(subset.size(), VK_NULL_HANDLE);
+  const VkResult result = subset.empty() ? VK_SUCCESS : create(static_cast<uint32_t>(subset.size()), subset.data(), created.data());
+  for (size_t k = 0; k < subset.size(); ++k) pipelines[position[k]] = created[k];
+  return result < VK_SUCCESS ? result : failure;
+}
+
 // Rewrites the stages of any pipeline create info that has pStages/stageCount
 // (graphics, ray tracing) in place in `info`; false on error.
 template <typename Info> bool RewriteStagesOf(StageRewriter& rewriter, Info& info, const char* where) {
@@ -525,12 +576,15 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelin
     return data->dispatch.CreateComputePipelines(device, cache, count, pCreateInfos, pAllocator, pPipelines);
   StageRewriter rewriter(*data);
   std::vector<VkComputePipelineCreateInfo> infos(pCreateInfos, pCreateInfos + count);
-  for (VkComputePipelineCreateInfo& info : infos) {
-    const VkPipelineShaderStageCreateInfo* stage = rewriter.Rewrite(info.stage, "vkCreateComputePipelines");
-    if (!stage) return FailAll(count, pPipelines, rewriter.result());
-    info.stage = *stage;
+  std::vector<bool> ok(count, true);
+  for (uint32_t i = 0; i < count; ++i) {
+    const VkPipelineShaderStageCreateInfo* stage = rewriter.Rewrite(infos[i].stage, "vkCreateComputePipelines");
+    if (stage) infos[i].stage = *stage;
+    else ok[i] = false;
   }
-  return data->dispatch.CreateComputePipelines(device, cache, count, infos.data(), pAllocator, pPipelines);
+  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkComputePipelineCreateInfo* p, VkPipeline* out) {
+    return data->dispatch.CreateComputePipelines(device, cache, n, p, pAllocator, out);
+  });
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipelineCache cache, uint32_t count,
@@ -543,13 +597,17 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipeli
     return data->dispatch.CreateGraphicsPipelines(device, cache, count, pCreateInfos, pAllocator, pPipelines);
   StageRewriter rewriter(*data);
   std::vector<VkGraphicsPipelineCreateInfo> infos(pCreateInfos, pCreateInfos + count);
-  for (VkGraphicsPipelineCreateInfo& info : infos) {
-    if (!RewriteStagesOf(rewriter, info, "vkCreateGraphicsPipelines")) return FailAll(count, pPipelines, rewriter.result());
-    const void* next = rewriter.RewriteShaderGroupsNV(info.pNext, "vkCreateGraphicsPipelines");
-    if (info.pNext && !next) return FailAll(count, pPipelines, rewriter.result());
-    info.pNext = next;
+  std::vector<bool> ok(count, true);
+  for (uint32_t i = 0; i < count; ++i) {
+    VkGraphicsPipelineCreateInfo& info = infos[i];
+    const bool stages = RewriteStagesOf(rewriter, info, "vkCreateGraphicsPipelines");
+    const void* next = stages ? rewriter.RewriteShaderGroupsNV(info.pNext, "vkCreateGraphicsPipelines") : nullptr;
+    ok[i] = stages && (next || !info.pNext);  // null for a non-null chain: a group stage failed
+    if (ok[i]) info.pNext = next;
   }
-  return data->dispatch.CreateGraphicsPipelines(device, cache, count, infos.data(), pAllocator, pPipelines);
+  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkGraphicsPipelineCreateInfo* p, VkPipeline* out) {
+    return data->dispatch.CreateGraphicsPipelines(device, cache, n, p, pAllocator, out);
+  });
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkDeferredOperationKHR deferred,
@@ -563,19 +621,23 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkD
     return data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count, pCreateInfos, pAllocator, pPipelines);
   StageRewriter rewriter(*data);
   std::vector<VkRayTracingPipelineCreateInfoKHR> infos(pCreateInfos, pCreateInfos + count);
+  std::vector<bool> ok(count, true);
   bool rewritten = false;
   for (uint32_t i = 0; i < count; ++i) {
-    if (!RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesKHR"))
-      return FailAll(count, pPipelines, rewriter.result());
+    ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesKHR");
     rewritten |= infos[i].pStages != pCreateInfos[i].pStages;
   }
-  if (!rewritten || deferred == VK_NULL_HANDLE)
+  const bool allOk = std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
+  if (allOk && (!rewritten || deferred == VK_NULL_HANDLE))
     return data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
   // A deferred operation could read the rewritten stages after this call has freed
   // them: complete it now, as a driver may, and say so.
-  const VkResult result =
-      data->dispatch.CreateRayTracingPipelinesKHR(device, VK_NULL_HANDLE, cache, count, infos.data(), pAllocator, pPipelines);
-  return result == VK_SUCCESS ? VK_OPERATION_NOT_DEFERRED_KHR : result;
+  const VkResult result = CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines,
+                                            [&](uint32_t n, const VkRayTracingPipelineCreateInfoKHR* p, VkPipeline* out) {
+                                              return data->dispatch.CreateRayTracingPipelinesKHR(device, VK_NULL_HANDLE, cache, n, p,
+                                                                                                 pAllocator, out);
+                                            });
+  return result == VK_SUCCESS && deferred != VK_NULL_HANDLE ? VK_OPERATION_NOT_DEFERRED_KHR : result;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice device, VkPipelineCache cache, uint32_t count,
@@ -587,10 +649,11 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice device, VkPi
     return data->dispatch.CreateRayTracingPipelinesNV(device, cache, count, pCreateInfos, pAllocator, pPipelines);
   StageRewriter rewriter(*data);
   std::vector<VkRayTracingPipelineCreateInfoNV> infos(pCreateInfos, pCreateInfos + count);
-  for (VkRayTracingPipelineCreateInfoNV& info : infos)
-    if (!RewriteStagesOf(rewriter, info, "vkCreateRayTracingPipelinesNV"))
-      return FailAll(count, pPipelines, rewriter.result());
-  return data->dispatch.CreateRayTracingPipelinesNV(device, cache, count, infos.data(), pAllocator, pPipelines);
+  std::vector<bool> ok(count, true);
+  for (uint32_t i = 0; i < count; ++i) ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesNV");
+  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkRayTracingPipelineCreateInfoNV* p, VkPipeline* out) {
+    return data->dispatch.CreateRayTracingPipelinesNV(device, cache, n, p, pAllocator, out);
+  });
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice device, const VkPipelineBinaryCreateInfoKHR* pCreateInfo,

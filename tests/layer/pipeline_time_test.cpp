@@ -6,6 +6,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -57,6 +58,39 @@ class SpecTilesPipelines {
   ~SpecTilesPipelines() {
     vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
     vkDestroyDescriptorSetLayout(device_.handle(), setLayout_, nullptr);
+  }
+
+  // One vkCreateComputePipelines call with a pipeline per (TM, TN, TK, flags); returns
+  // the result and which handles it created (then destroys them).
+  std::pair<VkResult, std::vector<bool>> CreateBatch(VkShaderModule module,
+                                                     const std::vector<std::array<uint32_t, 4>>& shapes) {
+    std::vector<std::array<uint32_t, 5>> values;
+    for (const auto& s : shapes) values.push_back({16, s[0], s[1], s[2], 8});
+    const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
+    std::vector<VkSpecializationInfo> specs;
+    for (const auto& v : values) specs.push_back({5, entries, sizeof(v), v.data()});
+    std::vector<VkComputePipelineCreateInfo> infos(shapes.size(), {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO});
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      VkComputePipelineCreateInfo& info = infos[i];
+      info.flags = shapes[i][3];
+      info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+      info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+      info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+      info.stage.module = module;
+      info.stage.pName = "main";
+      info.stage.pSpecializationInfo = &specs[i];
+      info.layout = layout_;
+      info.basePipelineIndex = -1;
+    }
+    std::vector<VkPipeline> pipelines(shapes.size(), reinterpret_cast<VkPipeline>(uintptr_t{0xdead}));
+    const VkResult result = vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, static_cast<uint32_t>(infos.size()),
+                                                     infos.data(), nullptr, pipelines.data());
+    std::vector<bool> created;
+    for (VkPipeline p : pipelines) {
+      created.push_back(p != VK_NULL_HANDLE);
+      if (p != VK_NULL_HANDLE) vkDestroyPipeline(device_.handle(), p, nullptr);
+    }
+    return {result, created};
   }
 
   // Creates (and destroys) a pipeline of `module` with TM, TN, TK; returns the result.
@@ -207,7 +241,12 @@ TEST_CASE("a restarted application finds its pipeline-time lowerings on disk, an
     CHECK(instance.problems().empty());
   };
   run("in registers, lowered in");
-  const std::filesystem::path dir = home / "coopmat-maintenance1" / "lowered";
+  // One folder per build identity (an upgraded layer never reads another build's entries).
+  std::vector<std::filesystem::path> builds;
+  for (const auto& entry : std::filesystem::directory_iterator(home / "coopmat-maintenance1" / "lowered"))
+    builds.push_back(entry.path());
+  REQUIRE(builds.size() == 1);
+  const std::filesystem::path dir = builds[0];
   std::vector<std::filesystem::path> entries;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) entries.push_back(entry.path());
   REQUIRE(entries.size() == 1);
@@ -241,5 +280,39 @@ TEST_CASE("a mis-specialized pipeline gets an error and a message, and nothing r
   CHECK(pipelines.Create(module, 8, 8, 16) == VK_ERROR_UNKNOWN);
   CHECK(AnyMessageContains(instance, "do not match"));
   CHECK(pipelines.Create(module, 8, 8, 8) == VK_SUCCESS);  // the module itself is fine
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+}
+
+// Review 2 finding 11: one refused stage fails only its own pipeline (Vulkan, "Multiple
+// Pipeline Creation"), unless it asks for an early return: the others of the call are
+// created, and the call returns the error.
+TEST_CASE("several pipelines in one call: a refused one does not take the others with it",
+          "[layer][specialization][malformed]") {
+  Instance instance(DebugLogging(false));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  SpecTilesPipelines pipelines(device);
+  {
+    const auto [result, created] = pipelines.CreateBatch(module, {{16, 16, 16, 0}, {8, 8, 16, 0}, {8, 8, 8, 0}});
+    CHECK(result == VK_ERROR_UNKNOWN);
+    CHECK(created == std::vector<bool>{true, false, true});
+  }
+  {  // The refused one asks for an early return: nothing after it is created.
+    const auto [result, created] = pipelines.CreateBatch(
+        module, {{16, 16, 16, 0}, {8, 8, 16, VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT}, {8, 8, 8, 0}});
+    CHECK(result == VK_ERROR_UNKNOWN);
+    CHECK(created == std::vector<bool>{true, false, false});
+  }
+  {  // All refused: every handle null.
+    const auto [result, created] = pipelines.CreateBatch(module, {{8, 8, 16, 0}, {8, 16, 8, 0}});
+    CHECK(result == VK_ERROR_UNKNOWN);
+    CHECK(created == std::vector<bool>{false, false});
+  }
+  {
+    const auto [result, created] = pipelines.CreateBatch(module, {{8, 8, 8, 0}, {16, 16, 16, 0}});
+    CHECK(result == VK_SUCCESS);
+    CHECK(created == std::vector<bool>{true, true});
+  }
   vkDestroyShaderModule(device.handle(), module, nullptr);
 }
