@@ -18,9 +18,10 @@ namespace coopmat::layer {
 const char* BuildId() { return COOPMAT_BUILD_ID; }
 
 std::filesystem::path CacheDirectory() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/')
+  // secure_getenv: a setuid program loading the layer does not take its cache folder from the caller.
+  if (const char* xdg = secure_getenv("XDG_CACHE_HOME"); xdg && *xdg == '/')
     return std::filesystem::path(xdg) / "coopmat-maintenance1";
-  if (const char* home = std::getenv("HOME"); home && *home == '/')
+  if (const char* home = secure_getenv("HOME"); home && *home == '/')
     return std::filesystem::path(home) / ".cache" / "coopmat-maintenance1";
   return {};
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "lowering.h"
 
@@ -39,8 +40,12 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
 // data here: pointers, runtime arrays, opaque types). One forward pass, no
 // recursion: a type that names itself or a later type (invalid SPIR-V the parser
 // lets through) is refused instead of recursed into, and nesting depth costs nothing.
-std::unordered_map<uint32_t, uint64_t> TypeSizes(const ir::Module& m, const TypeManager& t) {
+// specSized, when given, receives the types whose size a specialization constant sets
+// (an array with a spec-constant length, and what holds one): they count 0 here.
+std::unordered_map<uint32_t, uint64_t> TypeSizes(const ir::Module& m, const TypeManager& t,
+                                                 std::unordered_set<uint32_t>* specSized = nullptr) {
   std::unordered_map<uint32_t, uint64_t> sizes;
+  auto spec = [&](uint32_t id) { return specSized && specSized->count(id); };
   auto member = [&](const ir::Instruction& type, uint32_t id) {
     auto it = sizes.find(id);
     if (it == sizes.end())
@@ -58,15 +63,22 @@ std::unordered_map<uint32_t, uint64_t> TypeSizes(const ir::Module& m, const Type
       case spv::Op::OpTypeFloat: size = g.Operand(0) / 8; break;
       case spv::Op::OpTypeBool: size = 4; break;
       case spv::Op::OpTypeVector:
-      case spv::Op::OpTypeMatrix: size = SaturatingMul(member(g, g.Operand(0)), g.Operand(1)); break;
+      case spv::Op::OpTypeMatrix:
+        size = SaturatingMul(member(g, g.Operand(0)), g.Operand(1));
+        if (spec(g.Operand(0))) specSized->insert(g.resultId);
+        break;
       case spv::Op::OpTypeArray: {
         const uint64_t element = member(g, g.Operand(0));
         auto n = t.ConstantValue(g.Operand(1));
         size = n ? SaturatingMul(element, *n) : 0;
+        if (specSized && (!n || spec(g.Operand(0)))) specSized->insert(g.resultId);
         break;
       }
       case spv::Op::OpTypeStruct:
-        for (uint32_t id : g.operands) size = SaturatingAdd(size, member(g, id));
+        for (uint32_t id : g.operands) {
+          size = SaturatingAdd(size, member(g, id));
+          if (spec(id)) specSized->insert(g.resultId);
+        }
         break;
       default: break;
     }
@@ -500,16 +512,24 @@ void Scratch::Finalize() {
 
   if (auto w = t.ConstantValue(words)) context_.stats.scratchBytesPerSubgroup = *w * 4;
   const uint64_t limit = SharedMemoryLimit();
+  std::unordered_set<uint32_t> specSized;
+  const std::unordered_map<uint32_t, uint64_t> sizesOfTypes = TypeSizes(m, t, &specSized);
+  uint64_t own = 0;
+  bool ownSpecSized = false;
+  for (const ir::Instruction& g : m.globals)
+    if (g.opcode == spv::Op::OpVariable && g.resultId != variable_ &&
+        g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup)) {
+      const ir::Instruction* p = t.GlobalDef(g.typeId);
+      if (auto size = p ? sizesOfTypes.find(p->Operand(1)) : sizesOfTypes.end(); size != sizesOfTypes.end())
+        own = SaturatingAdd(own, size->second);
+      ownSpecSized |= p && specSized.count(p->Operand(1));
+    }
+  // A scratch or an own shared array that specialization constants size (local_size_x_id,
+  // spec-sized tiles: common in ML kernels) cannot be held to the limit here: the
+  // lowering with the pipeline's values, where they are constants, checks it
+  // (review 2, finding 4).
+  if (limit && (!t.ConstantValue(length) || ownSpecSized)) context_.dependsOnSpecialization = true;
   if (auto total = t.ConstantValue(length)) {
-    const std::unordered_map<uint32_t, uint64_t> sizesOfTypes = TypeSizes(m, t);
-    uint64_t own = 0;
-    for (const ir::Instruction& g : m.globals)
-      if (g.opcode == spv::Op::OpVariable && g.resultId != variable_ &&
-          g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup)) {
-        const ir::Instruction* p = t.GlobalDef(g.typeId);
-        if (auto size = p ? sizesOfTypes.find(p->Operand(1)) : sizesOfTypes.end(); size != sizesOfTypes.end())
-          own = SaturatingAdd(own, size->second);
-      }
     const uint64_t ours = uint64_t{*total} * 4;
     context_.stats.moduleSharedBytes = own;
     context_.stats.scratchBytes = ours;

@@ -73,7 +73,9 @@ class Freezer {
     const ir::Instruction* def = Def(typeId);
     if (!def) return {};
     if (def->opcode == spv::Op::OpTypeBool) return {1, false, true};
-    if (def->opcode == spv::Op::OpTypeInt && def->Operand(0) <= 64) return {def->Operand(0), def->Operand(1) == 1, false};
+    // Width 0 (malformed) is no integer: nothing of it is folded (review 2, finding 15).
+    if (def->opcode == spv::Op::OpTypeInt && def->Operand(0) >= 1 && def->Operand(0) <= 64)
+      return {def->Operand(0), def->Operand(1) == 1, false};
     return {};
   }
 
@@ -88,6 +90,7 @@ class Freezer {
     const ir::Instruction* type = Def(inst.typeId);
     if (!type || (type->opcode != spv::Op::OpTypeInt && type->opcode != spv::Op::OpTypeFloat)) return;
     const uint32_t width = type->Operand(0);
+    if (width == 0 || width > 64) return;  // malformed: left as it is
     uint64_t value = ReadBytes(bytes, (width + 7) / 8);
     if (width < 64) value &= (uint64_t{1} << width) - 1;
     // Narrow signed integers are sign-extended into their word (SPIR-V literal rule).
@@ -101,8 +104,11 @@ class Freezer {
   std::optional<uint64_t> Value(uint32_t id) const {
     const ir::Instruction* def = Def(id);
     if (!def) return std::nullopt;
-    if (def->opcode == spv::Op::OpConstantTrue) return 1;
-    if (def->opcode == spv::Op::OpConstantFalse) return 0;
+    // A boolean constant only of a boolean type (malformed input may say otherwise).
+    if (def->opcode == spv::Op::OpConstantTrue || def->opcode == spv::Op::OpConstantFalse) {
+      if (!TypeInfo(def->typeId).isBool) return std::nullopt;
+      return def->opcode == spv::Op::OpConstantTrue ? 1 : 0;
+    }
     if (def->opcode != spv::Op::OpConstant || def->operands.empty()) return std::nullopt;
     const ScalarType type = TypeInfo(def->typeId);
     if (!type.width) return std::nullopt;

@@ -220,3 +220,74 @@ TEST_CASE("a shape relation only specialization can settle is named by SpecId wi
   options.specialization = Spec({{4, 8}, {5, 8}});
   CHECK(coopmat::LowerModule(input, options).ok);
 }
+
+// Review 2 finding 4: a scratch sized by a specialization-constant workgroup
+// (local_size_x_id) could not be held to the shared-memory limit at module time and
+// was never checked again. Now the module depends on specialization, and the lowering
+// with the pipeline's values checks it.
+TEST_CASE("a spec-constant workgroup size is held to the shared-memory limit once specialized", "[specialize]") {
+  const std::vector<uint32_t> input = passtest::LoadShader("local_size_id", "spirv1.6");
+  coopmat::LowerOptions options;
+  options.maxSharedMemoryBytes = 32768;
+  options.specializationPending = true;
+  const coopmat::LowerResult moduleTime = coopmat::LowerModule(input, options);
+  REQUIRE(moduleTime.ok);
+  CHECK(moduleTime.dependsOnSpecialization);  // the layer lowers it again per pipeline
+  options.specializationPending = false;
+  // 64 invocations: 8 slices of 384 bytes next to the module's own 2048 fit 32 KiB ...
+  options.specialization = Spec({{0, 64}, {1, 1}});
+  const coopmat::LowerResult small = coopmat::LowerModule(input, options);
+  INFO(small.error);
+  CHECK(small.ok);
+  // ... 1024 invocations (128 slices, 48 KiB) do not: refused, naming the numbers.
+  options.specialization = Spec({{0, 1024}, {1, 1}});
+  const coopmat::LowerResult large = coopmat::LowerModule(input, options);
+  CHECK_FALSE(large.ok);
+  CHECK_THAT(large.error, ContainsSubstring("49152 bytes of Workgroup scratch") && ContainsSubstring("module's own 2048 bytes"));
+  // Without a limit nothing depends on it.
+  options.specialization.reset();
+  options.specializationPending = true;
+  options.maxSharedMemoryBytes = 0;
+  CHECK_FALSE(coopmat::LowerModule(input, options).dependsOnSpecialization);
+}
+
+// Review 2 finding 15: malformed constants reach the freezer only at pipeline time (the
+// fuzzer did not run it). A boolean constant of a float type and an integer type of
+// width 0 are left alone: no shift by 2^32 - 1 (UBSan in the malformed run).
+TEST_CASE("the freezer leaves malformed constants alone", "[specialize][malformed]") {
+  const std::string text = R"(
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main"
+               OpExecutionMode %main LocalSize 1 1 1
+               OpDecorate %t SpecId 0
+               OpDecorate %w SpecId 1
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+      %float = OpTypeFloat 32
+       %uint = OpTypeInt 32 0
+      %zero = OpTypeInt 0 0
+          %t = OpSpecConstantTrue %float
+          %w = OpSpecConstant %zero 0
+        %sum = OpSpecConstantOp %uint IAdd %t %t
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+               OpReturn
+               OpFunctionEnd
+)";
+  const std::vector<uint32_t> words = passtest::Assemble(text);
+  REQUIRE(!words.empty());
+  const coopmat::LowerResult frozen = coopmat::SpecializeModule(words, Spec({{0, 1}, {1, 7}}));
+  INFO(frozen.error);
+  REQUIRE(frozen.ok);
+  // true + true of a float "boolean" was folded into the constant 2 before; now the
+  // operation stays as it was, for the driver to reject.
+  const coopmat::ir::Module m = passtest::ParseOrFail(frozen.words);
+  size_t specOps = 0, twos = 0;
+  for (const auto& g : m.globals) {
+    specOps += g.opcode == spv::Op::OpSpecConstantOp;
+    twos += g.opcode == spv::Op::OpConstant && !g.operands.empty() && g.operands[0] == 2;
+  }
+  CHECK(specOps == 1);
+  CHECK(twos == 0);
+}
