@@ -250,7 +250,14 @@ struct StageLowering {
 StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> original, const Hash128& originalHash,
                             const StageFacts& facts, const char* where) {
   StageLowering out;
-  const Specialization specialization = SpecializationOf(device, facts.specialization, where);
+  Specialization specialization = SpecializationOf(device, facts.specialization, where);
+  // Only the constants the module declares enter the key: engines share one
+  // VkSpecializationInfo across stages, and a value this module never reads must not
+  // make a new entry (review 2, finding 14). A decoration group could declare more.
+  if (const ScanResult scan = ScanModule(original); scan.ok && scan.specIdsComplete)
+    std::erase_if(specialization.values, [&](const auto& entry) {
+      return std::find(scan.specIds.begin(), scan.specIds.end(), entry.first) == scan.specIds.end();
+    });
   const std::vector<uint32_t> sizes = StageSubgroupSizes(device, facts, original);
   Hasher hasher;
   hasher.Add(originalHash.low).Add(originalHash.high).Add(device.optionsFingerprint);

@@ -54,6 +54,11 @@ ScanResult ScanModule(std::span<const uint32_t> words) {
         case spv::Capability::CooperativeMatrixGetCoordinateEXT: result.usage.getCoordinate = true; break;
         default: break;
       }
+    } else if (opcode == spv::Op::OpDecorate && wordCount >= 4 &&
+               words[pos + 2] == static_cast<uint32_t>(spv::Decoration::SpecId)) {
+      result.specIds.push_back(words[pos + 3]);
+    } else if (opcode == spv::Op::OpDecorationGroup) {
+      result.specIdsComplete = false;
     } else if (opcode == spv::Op::OpExtension && wordCount >= 2) {
       const std::string name = ReadLiteralString(words, pos + 1, pos + wordCount);
       if (name == "SPV_EXT_cooperative_matrix_maintenance1") result.usage.extExtension = true;

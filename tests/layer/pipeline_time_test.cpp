@@ -94,10 +94,13 @@ class SpecTilesPipelines {
   }
 
   // Creates (and destroys) a pipeline of `module` with TM, TN, TK; returns the result.
-  VkResult Create(VkShaderModule module, uint32_t tm, uint32_t tn, uint32_t tk, uint32_t requiredSubgroupSize = 0) {
-    const uint32_t values[] = {16, tm, tn, tk, 8};  // local size: two subgroups of 8
-    const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
-    VkSpecializationInfo spec{5, entries, sizeof(values), values};
+  // `unused`: the value of a SpecId (99) the module does not declare, as an engine's
+  // shared VkSpecializationInfo carries.
+  VkResult Create(VkShaderModule module, uint32_t tm, uint32_t tn, uint32_t tk, uint32_t requiredSubgroupSize = 0,
+                  uint32_t unused = 0) {
+    const uint32_t values[] = {16, tm, tn, tk, 8, unused};  // local size: two subgroups of 8
+    const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}, {99, 20, 4}};
+    VkSpecializationInfo spec{6, entries, sizeof(values), values};
     VkPipelineShaderStageRequiredSubgroupSizeCreateInfo required{
         VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
     required.requiredSubgroupSize = requiredSubgroupSize;
@@ -315,4 +318,23 @@ TEST_CASE("several pipelines in one call: a refused one does not take the others
     CHECK(created == std::vector<bool>{true, true});
   }
   vkDestroyShaderModule(device.handle(), module, nullptr);
+}
+
+// Review 2 finding 14: a specialization value the module does not declare does not
+// enter the cache key: pipelines that differ only there share one lowering.
+TEST_CASE("a specialization constant the module does not declare does not split the cache", "[layer][specialization][cache]") {
+  const std::filesystem::path home = TempPath("undeclared-spec");
+  std::filesystem::remove_all(home);
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());  // an empty disk cache: the first one is lowered
+  Instance instance(DebugLogging(true));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  SpecTilesPipelines pipelines(device);
+  for (uint32_t frame = 1; frame <= 3; ++frame) CHECK(pipelines.Create(module, 16, 16, 16, 0, frame) == VK_SUCCESS);
+  CHECK(CountMessages(instance, "lowered in") == 1);
+  CHECK(CountMessages(instance, "from the memory cache") == 2);
+  CHECK(pipelines.Create(module, 16, 16, 8, 0, 1) != VK_SUCCESS);  // a declared one still counts (TK != TN)
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+  std::filesystem::remove_all(home);
 }

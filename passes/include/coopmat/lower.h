@@ -36,6 +36,10 @@ struct ScanResult {
   bool ok = false;        // false: not a SPIR-V module we can read (error says why)
   std::string error;
   ExtUsage usage;
+  // The SpecIds the module decorates (OpDecorate ... SpecId); complete only when
+  // specIdsComplete (no decoration group, which could carry more).
+  std::vector<uint32_t> specIds;
+  bool specIdsComplete = true;
 };
 
 // Reads the header and the sections before the first function. Bounds-checked.
