@@ -3,6 +3,7 @@
 #include "cache_files.h"
 
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +158,36 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
     throw;
   }
   promise.set_value(entry);
+  return entry;
+}
+
+std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, CacheSource& source, const DiskCheck& check) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      // Another thread still lowering it is a compile this call may not wait for.
+      if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+      source = CacheSource::Memory;
+      try {
+        return it->second.get();
+      } catch (...) {
+        return nullptr;
+      }
+    }
+  }
+  std::shared_ptr<const CachedLowering> entry = ReadDisk(key);
+  if (!entry || (check && !check(entry->words).empty())) return nullptr;  // Get() says why, when it lowers
+  source = CacheSource::Disk;
+  std::promise<std::shared_ptr<const CachedLowering>> promise;
+  promise.set_value(entry);
+  std::lock_guard lock(mutex_);
+  if (entries_.emplace(key, promise.get_future().share()).second) {
+    order_.push_back(key);
+    while (order_.size() > capacity_) {
+      entries_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
   return entry;
 }
 

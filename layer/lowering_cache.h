@@ -67,6 +67,11 @@ class LoweringCache {
                                             CacheSource& source, const DiskCheck& check = nullptr,
                                             std::string* rejected = nullptr);
 
+  // The entry for key if it is already known, in memory (finished) or on disk (and
+  // passing `check`), without lowering or waiting: for pipelines created with
+  // VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT. Null on a miss.
+  std::shared_ptr<const CachedLowering> Peek(const Hash128& key, CacheSource& source, const DiskCheck& check = nullptr);
+
   const std::filesystem::path& directory() const { return directory_; }
 
  private:

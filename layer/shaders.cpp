@@ -246,9 +246,11 @@ struct StageLowering {
   std::shared_ptr<const CachedLowering> code;
 };
 
-// Lowers `original` for one stage, through the cache.
+// Lowers `original` for one stage, through the cache. onlyCached: the pipeline has
+// VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT: a lowering that is not
+// cached yet is VK_PIPELINE_COMPILE_REQUIRED, not done on the app's thread.
 StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> original, const Hash128& originalHash,
-                            const StageFacts& facts, const char* where) {
+                            const StageFacts& facts, const char* where, bool onlyCached = false) {
   StageLowering out;
   Specialization specialization = SpecializationOf(device, facts.specialization, where);
   // Only the constants the module declares enter the key: engines share one
@@ -279,24 +281,34 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
         return "it does not validate: " + problem;
     return "";
   };
-  out.code = device.loweringCache->Get(
-      key,
-      [&] {
-        LowerOptions options = device.lowerOptions;
-        options.specialization = specialization;
-        options.subgroupSizes = sizes;
-        LowerResult lowered = LowerChecked(device, original, options, where);
-        if (lowered.ok) DumpLowering(device, original, &lowered, where, ".pipeline-" + key.Hex().substr(0, 8));
-        CachedLowering entry;
-        entry.ok = lowered.ok;
-        entry.error = lowered.error;
-        entry.words = std::move(lowered.words);
-        entry.opsLowered = lowered.stats.OpsLowered();
-        entry.opsInRegisters = lowered.stats.registerPath;
-        microseconds = lowered.stats.microseconds;
-        return entry;
-      },
-      source, check, &rejected);
+  if (onlyCached) {
+    out.code = device.loweringCache->Peek(key, source, check);
+    if (!out.code) {
+      Log(device.instance, LogLevel::Debug,
+          std::string(where) + ": pipeline-time lowering not cached and the pipeline may not compile: VK_PIPELINE_COMPILE_REQUIRED");
+      out.result = VK_PIPELINE_COMPILE_REQUIRED;
+      return out;
+    }
+  } else {
+    out.code = device.loweringCache->Get(
+        key,
+        [&] {
+          LowerOptions options = device.lowerOptions;
+          options.specialization = specialization;
+          options.subgroupSizes = sizes;
+          LowerResult lowered = LowerChecked(device, original, options, where);
+          if (lowered.ok) DumpLowering(device, original, &lowered, where, ".pipeline-" + key.Hex().substr(0, 8));
+          CachedLowering entry;
+          entry.ok = lowered.ok;
+          entry.error = lowered.error;
+          entry.words = std::move(lowered.words);
+          entry.opsLowered = lowered.stats.OpsLowered();
+          entry.opsInRegisters = lowered.stats.registerPath;
+          microseconds = lowered.stats.microseconds;
+          return entry;
+        },
+        source, check, &rejected);
+  }
   if (!rejected.empty())
     Log(device.instance, LogLevel::Warning,
         std::string(where) + ": a disk cache entry was not used (" + rejected + "); lowered again");
@@ -341,7 +353,7 @@ class StageRewriter {
     if (scanned.result != VK_SUCCESS) return Failed(scanned.result);
     if (!scanned.needsLowering) return &stage;
     const StageLowering lowered =
-        LowerForStage(device_, scanned.words, Hasher().Add(scanned.words).Finish(), FactsOf(stage), where);
+        LowerForStage(device_, scanned.words, Hasher().Add(scanned.words).Finish(), FactsOf(stage), where, onlyCached_);
     if (lowered.result != VK_SUCCESS) return Failed(lowered.result);
     code_.push_back(lowered.code);
     auto* replacement = chains_.Own(*moduleInfo);
@@ -413,16 +425,20 @@ class StageRewriter {
 
   VkResult result() const { return result_; }
 
+  // The stages that follow belong to a pipeline that may not compile (see LowerForStage).
+  void OnlyCached(bool onlyCached) { onlyCached_ = onlyCached; }
+
  private:
+  // An error outranks VK_PIPELINE_COMPILE_REQUIRED (a success code) for the call's result.
   const VkPipelineShaderStageCreateInfo* Failed(VkResult result) {
-    result_ = result;
+    if (result_ == VK_SUCCESS || result < VK_SUCCESS) result_ = result;
     return nullptr;
   }
 
   const VkPipelineShaderStageCreateInfo* RewriteModule(const VkPipelineShaderStageCreateInfo& stage, const char* where) {
     const std::shared_ptr<const PendingModule> pending = device_.FindPendingModule(stage.module);
     if (!pending) return &stage;  // lowered completely when it was created
-    const StageLowering lowered = LowerForStage(device_, pending->original, pending->hash, FactsOf(stage), where);
+    const StageLowering lowered = LowerForStage(device_, pending->original, pending->hash, FactsOf(stage), where, onlyCached_);
     if (lowered.result != VK_SUCCESS) return Failed(lowered.result);
     VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     info.codeSize = lowered.code->words.size() * 4;
@@ -439,6 +455,7 @@ class StageRewriter {
 
   DeviceData& device_;
   VkResult result_ = VK_SUCCESS;
+  bool onlyCached_ = false;
   ChainCopy chains_;
   std::vector<std::shared_ptr<const CachedLowering>> code_;
   std::vector<std::vector<VkPipelineShaderStageCreateInfo>> stageArrays_;
@@ -449,6 +466,15 @@ class StageRewriter {
 template <typename Handle> VkResult FailAll(uint32_t count, Handle* handles, VkResult result) {
   for (uint32_t i = 0; i < count; ++i) handles[i] = VK_NULL_HANDLE;
   return result;
+}
+
+// Whether a pipeline create info asks to fail rather than compile (the flag, or its
+// VkPipelineCreateFlags2CreateInfoKHR twin).
+template <typename Info> bool FailsOnCompileRequired(const Info& info) {
+  if (const auto* flags2 = reinterpret_cast<const VkPipelineCreateFlags2CreateInfoKHR*>(
+          FindInChain(info.pNext, VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR)))
+    return (flags2->flags & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0;
+  return (info.flags & VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT) != 0;
 }
 
 // Vulkan ("Multiple Pipeline Creation"): every pipeline of a call is attempted and
@@ -585,6 +611,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelin
   std::vector<VkComputePipelineCreateInfo> infos(pCreateInfos, pCreateInfos + count);
   std::vector<bool> ok(count, true);
   for (uint32_t i = 0; i < count; ++i) {
+    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
     const VkPipelineShaderStageCreateInfo* stage = rewriter.Rewrite(infos[i].stage, "vkCreateComputePipelines");
     if (stage) infos[i].stage = *stage;
     else ok[i] = false;
@@ -607,6 +634,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipeli
   std::vector<bool> ok(count, true);
   for (uint32_t i = 0; i < count; ++i) {
     VkGraphicsPipelineCreateInfo& info = infos[i];
+    rewriter.OnlyCached(FailsOnCompileRequired(info));
     const bool stages = RewriteStagesOf(rewriter, info, "vkCreateGraphicsPipelines");
     const void* next = stages ? rewriter.RewriteShaderGroupsNV(info.pNext, "vkCreateGraphicsPipelines") : nullptr;
     ok[i] = stages && (next || !info.pNext);  // null for a non-null chain: a group stage failed
@@ -631,6 +659,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkD
   std::vector<bool> ok(count, true);
   bool rewritten = false;
   for (uint32_t i = 0; i < count; ++i) {
+    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
     ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesKHR");
     rewritten |= infos[i].pStages != pCreateInfos[i].pStages;
   }
@@ -657,7 +686,10 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice device, VkPi
   StageRewriter rewriter(*data);
   std::vector<VkRayTracingPipelineCreateInfoNV> infos(pCreateInfos, pCreateInfos + count);
   std::vector<bool> ok(count, true);
-  for (uint32_t i = 0; i < count; ++i) ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesNV");
+  for (uint32_t i = 0; i < count; ++i) {
+    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
+    ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesNV");
+  }
   return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkRayTracingPipelineCreateInfoNV* p, VkPipeline* out) {
     return data->dispatch.CreateRayTracingPipelinesNV(device, cache, n, p, pAllocator, out);
   });

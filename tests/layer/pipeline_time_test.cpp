@@ -338,3 +338,41 @@ TEST_CASE("a specialization constant the module does not declare does not split 
   vkDestroyShaderModule(device.handle(), module, nullptr);
   std::filesystem::remove_all(home);
 }
+
+// Review 2 finding 11: with VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT an
+// app asks not to wait for a compile. A pipeline-time lowering that is not cached is
+// such a compile: VK_PIPELINE_COMPILE_REQUIRED and a null handle, nothing lowered on
+// the app's thread (before: the layer lowered, or answered VK_ERROR_UNKNOWN). Once
+// the lowering is cached the layer serves it and the driver decides.
+TEST_CASE("a pipeline that may not compile gets VK_PIPELINE_COMPILE_REQUIRED while its lowering is not cached",
+          "[layer][specialization][cache]") {
+  const std::filesystem::path home = TempPath("compile-required");
+  std::filesystem::remove_all(home);
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  Instance instance(DebugLogging(true));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  SpecTilesPipelines pipelines(device);
+  const uint32_t failOnCompile = VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT;
+  {
+    const auto [result, created] = pipelines.CreateBatch(module, {{16, 16, 16, failOnCompile}});
+    CHECK(result == VK_PIPELINE_COMPILE_REQUIRED);
+    CHECK(created == std::vector<bool>{false});
+    CHECK(CountMessages(instance, "lowered in") == 0);
+  }
+  {  // Several at once: the one that may compile is created, the other is not.
+    const auto [result, created] = pipelines.CreateBatch(module, {{16, 16, 16, failOnCompile}, {16, 16, 16, 0}});
+    CHECK(result == VK_PIPELINE_COMPILE_REQUIRED);
+    CHECK(created == std::vector<bool>{false, true});
+    CHECK(CountMessages(instance, "lowered in") == 1);
+  }
+  {  // Cached now: the layer serves it from memory; what remains is the driver's answer.
+    const auto [result, created] = pipelines.CreateBatch(module, {{16, 16, 16, failOnCompile}});
+    CHECK(CountMessages(instance, "from the memory cache") == 1);
+    CHECK((result == VK_SUCCESS || result == VK_PIPELINE_COMPILE_REQUIRED));
+    CHECK(created[0] == (result == VK_SUCCESS));
+  }
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+  std::filesystem::remove_all(home);
+}
