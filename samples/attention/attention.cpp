@@ -52,6 +52,7 @@ struct Options {
   bool kTranspose = false;
   bool compileTimes = false;
   bool ways[kWays] = {true, true, true, true, true};
+  bool waysGiven = false;  // --ways: the listed ways must run (an unavailable one fails)
 };
 
 struct Problem {
@@ -72,7 +73,8 @@ void Usage() {
                "  --heads H      heads (default 4)     --batch B   batch (default 1)\n"
                "  --no-causal    attend to every key (default: causal mask)\n"
                "  --runs R       timed dispatches per way; the median is reported (default 15)\n"
-               "  --ways LIST    which ways to run (default layer,khr,nv,portable,spec; portable = the layer with\n"
+               "  --ways LIST    which ways to run, each required to be available (default: every way the\n"
+               "                 device has of layer,khr,nv,portable,spec; portable = the layer with\n"
                "                 lowering=portable, on a second instance; spec = specialization-constant tiles)\n"
                "  --k-transpose  way 1 builds K^T with coopMatTransposeEXT instead of a column-major load\n"
                "  --no-layer     do not enable VK_LAYER_coopmat_maintenance1 (way 1 then needs a native driver)\n"
@@ -111,6 +113,7 @@ std::optional<Options> Parse(int argc, char** argv) {
     }
     else if (arg == "--ways" && i + 1 < argc) {
       const std::string list = argv[++i];
+      o.waysGiven = true;
       for (int w = 0; w < kWays; ++w) o.ways[w] = false;
       size_t start = 0;
       while (start <= list.size()) {
@@ -300,6 +303,7 @@ int main(int argc, char** argv) {
         outcomes[w].status = "not run";
       } else if (!ways[w].available) {
         outcomes[w].status = "n/a: " + ways[w].why;
+        failed |= options.waysGiven;  // asked for by name: not running it is a failure
       } else {
         kernels[w] = w == 3 ? Prepare(*portable, problem, *portableBuffers, ways[w], outcomes[w])
                             : Prepare(context, problem, buffers, ways[w], outcomes[w]);

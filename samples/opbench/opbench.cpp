@@ -158,6 +158,7 @@ struct Options {
   bool checkOnly = false;
   bool portable = true;
   std::string filter;
+  bool require[4] = {false, false, false, false};  // --require: these ways must run wherever a case has them
 };
 
 struct WayResult {
@@ -366,6 +367,8 @@ void Usage() {
                "                default lowering)\n"
                "  --check-only  check every variant against the CPU reference, time nothing\n"
                "  --no-portable skip the second instance with the layer setting lowering=portable\n"
+               "  --require LIST ways (layer,nv,khr,portable) that must run wherever a case has them; an\n"
+               "                unavailable one fails the run (the tests require the layer's ways)\n"
                "  opbench --stats --help: the driver's static statistics per case, way and subgroup size\n");
 }
 
@@ -383,6 +386,19 @@ int main(int argc, char** argv) {
     else if (arg == "--csv") options.csv = true;
     else if (arg == "--check-only") options.checkOnly = true;
     else if (arg == "--no-portable") options.portable = false;
+    else if (arg == "--require" && hasValue) {
+      std::string list = argv[++i];
+      std::replace(list.begin(), list.end(), ',', ' ');
+      std::istringstream words(list);
+      for (std::string way; words >> way;) {
+        const int w = way == "layer" ? kLayer : way == "nv" ? kNative : way == "khr" ? kWorkaround : way == "portable" ? kPortable : -1;
+        if (w < 0) {
+          Usage();
+          return 2;
+        }
+        options.require[w] = true;
+      }
+    }
     else if (arg == "--help" || arg == "-h") {
       Usage();
       return 0;
@@ -440,6 +456,12 @@ int main(int argc, char** argv) {
         continue;
       }
       const CaseResult r = RunCase(context, portable.get(), options, c);
+      for (int w = 0; w < kWays; ++w)
+        if (options.require[w] && r.ways[w].status == "n/a") {
+          failed = true;
+          notes.push_back(c.Name() + (w == kPortable ? "_portable" : std::string("_") + kWayNames[w]) +
+                          ": required (--require) but not available");
+        }
       for (int w : {kLayer, kWorkaround, kPortable}) {
         const std::string& s = r.ways[w].status;
         if (s == "WRONG" || s == "FAILED") {
