@@ -68,15 +68,21 @@ if libc.mount(*a) != 0: sys.exit(\"mount %s: %s\" % (sys.argv[2], os.strerror(ct
     local what=$1; shift
     if "$@"; then log "ok: $what"; else log "FAIL: $what"; failures=$((failures + 1)); fi
   }
-  # A device extension line (one tab in), not the list in the Layers section.
-  listed() { run "$@" vulkaninfo >/tmp/vulkaninfo.txt 2>&1; grep -q "^$(printf "\t")$ext *: extension revision" /tmp/vulkaninfo.txt; }
+  # vulkaninfo ran and saw the device (its KHR cooperative matrix line); then a device
+  # extension line (one tab in), not the list in the Layers section. A vulkaninfo that
+  # fails makes both checks fail.
+  info() {
+    run "$@" vulkaninfo >/tmp/vulkaninfo.txt 2>&1 &&
+      grep -q "^$(printf "\t")VK_KHR_cooperative_matrix *: extension revision" /tmp/vulkaninfo.txt
+  }
+  listed() { info "$@" && grep -q "^$(printf "\t")$ext *: extension revision" /tmp/vulkaninfo.txt; }
+  unlisted() { info "$@" && ! grep -q "^$(printf "\t")$ext *: extension revision" /tmp/vulkaninfo.txt; }
   # As a user runs it, with no layer variables (its --no-layer would switch implicit layers off).
   # The sample exits 0 when way 1 is merely unavailable: it ran only if its line is not "n/a".
   attention() {
     run "$@" /usr/libexec/coopmat-maintenance1/attention/attention --check-only --ways layer --seq 32 --dim 32 \
       >/tmp/attention.txt 2>&1 && ! grep -q "maintenance1 *n/a" /tmp/attention.txt
   }
-  not() { ! "$@"; }
   off=DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1=1
 
   check "vulkaninfo lists $ext (implicit layer)" listed
@@ -85,7 +91,7 @@ if libc.mount(*a) != 0: sys.exit(\"mount %s: %s\" % (sys.argv[2], os.strerror(ct
   check "coopmat-lower runs from /usr/bin" run coopmat-lower --help
   # The variable stops the implicit activation; an app that names the layer (the sample
   # does when the loader lists it) still gets it, as the loader specifies.
-  check "$off: vulkaninfo no longer lists $ext" not listed "$off"
+  check "$off: vulkaninfo no longer lists $ext" unlisted "$off"
   [ $failures -eq 0 ] || tail -n 5 /tmp/attention.txt
   exit $failures
 ' package-test "$deb" "$ext" "$scratch" || status=$?
