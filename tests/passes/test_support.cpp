@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <catch2/catch_test_macros.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -101,6 +103,19 @@ std::string Disassemble(const std::vector<uint32_t>& words) {
   if (!tools.Disassemble(words, &text, SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_NO_HEADER))
     throw std::runtime_error("cannot disassemble");
   return text;
+}
+
+bool CheckCorruptedInput(const std::vector<uint32_t>& words, const coopmat::LowerOptions& options) {
+  const coopmat::LowerResult result = coopmat::LowerModule(words, options);
+  if (!result.ok) {
+    CHECK_FALSE(result.error.empty());
+    return false;
+  }
+  if (!coopmat::ValidateModule(words).empty()) return false;  // garbage in: nothing to promise
+  const std::string problem = coopmat::ValidateModule(result.words);
+  INFO(problem);
+  CHECK(problem.empty());
+  return true;
 }
 
 }  // namespace passtest

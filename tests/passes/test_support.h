@@ -9,6 +9,7 @@
 
 #include <spirv-tools/libspirv.h>
 
+#include "coopmat/lower.h"
 #include "ir.h"
 
 namespace passtest {
@@ -32,6 +33,11 @@ uint32_t FindScratchVariable(const coopmat::ir::Module& m);
 
 // SPIR-V assembly text to words; numeric ids (%12) stay as written; `env` sets the
 // header's SPIR-V version. Throws with the assembler's messages.
+// Lowers a corrupted module (without options.validate, which would refuse invalid
+// output itself): a refusal must say why, and an input that still validates must lower
+// to a module that validates. Returns whether the input still validated.
+bool CheckCorruptedInput(const std::vector<uint32_t>& words, const coopmat::LowerOptions& options);
+
 std::vector<uint32_t> Assemble(const std::string& text, spv_target_env env = SPV_ENV_UNIVERSAL_1_6);
 // Words to text with friendly names and no header. Throws when they do not disassemble.
 std::string Disassemble(const std::vector<uint32_t>& words);
