@@ -2,6 +2,9 @@
 // yields an error string, never an exception or a crash.
 #include "ir.h"
 
+#include <unordered_map>
+#include <unordered_set>
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -287,6 +290,29 @@ bool IsTerminator(spv::Op op) {
     case Op::OpEmitMeshTasksEXT: return true;
     default: return false;
   }
+}
+
+std::vector<AppliedDecoration> FindDecorations(const Module& module, spv::Decoration decoration) {
+  std::unordered_set<uint32_t> groups;
+  for (const Instruction& a : module.annotations)
+    if (a.opcode == spv::Op::OpDecorationGroup) groups.insert(a.resultId);
+  std::vector<AppliedDecoration> out;
+  std::unordered_map<uint32_t, std::vector<std::vector<uint32_t>>> byGroup;
+  for (const Instruction& a : module.annotations) {
+    if (a.opcode != spv::Op::OpDecorate || a.operands.size() < 2 || a.Operand(1) != static_cast<uint32_t>(decoration)) continue;
+    std::vector<uint32_t> literals(a.operands.begin() + 2, a.operands.end());
+    if (groups.count(a.Operand(0))) byGroup[a.Operand(0)].push_back(std::move(literals));
+    else out.push_back({a.Operand(0), std::move(literals)});
+  }
+  if (byGroup.empty()) return out;
+  for (const Instruction& a : module.annotations) {
+    if (a.opcode != spv::Op::OpGroupDecorate || a.operands.empty()) continue;
+    const auto group = byGroup.find(a.Operand(0));
+    if (group == byGroup.end()) continue;
+    for (size_t k = 1; k < a.operands.size(); ++k)
+      for (const std::vector<uint32_t>& literals : group->second) out.push_back({a.operands[k], literals});
+  }
+  return out;
 }
 
 }  // namespace coopmat::ir

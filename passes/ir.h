@@ -81,4 +81,15 @@ std::vector<uint32_t> EncodeString(const std::string& text);
 // True for the block terminators (branch, return, kill, unreachable, ...).
 bool IsTerminator(spv::Op op);
 
+// One decoration as it applies to an id: its target and the literals after the
+// decoration (a SpecId's number, a BuiltIn's value).
+struct AppliedDecoration {
+  uint32_t target = 0;
+  std::vector<uint32_t> literals;
+};
+// Every application of `decoration`: by OpDecorate on an id, and through decoration
+// groups (OpDecorate on an OpDecorationGroup, applied by OpGroupDecorate), so that a
+// pass never sees only half of a module's decorations (review 2, finding 7).
+std::vector<AppliedDecoration> FindDecorations(const Module& module, spv::Decoration decoration);
+
 }  // namespace coopmat::ir

@@ -49,17 +49,8 @@ bool NeedsLowering(Context& c, const ir::Instruction& inst) {
 // The results decorated CooperativeMatrixTransposeEXT, directly or through a
 // decoration group (OpGroupDecorate applies the group's decorations to its targets).
 void CollectTransposed(const ir::Module& m, std::set<uint32_t>& transposed) {
-  std::set<uint32_t> groups, transposingGroups;
-  for (const ir::Instruction& a : m.annotations)
-    if (a.opcode == spv::Op::OpDecorationGroup) groups.insert(a.resultId);
-  for (const ir::Instruction& a : m.annotations) {
-    if (a.opcode != spv::Op::OpDecorate || a.Operand(1) != kTransposeDecoration) continue;
-    if (groups.count(a.Operand(0))) transposingGroups.insert(a.Operand(0));
-    else transposed.insert(a.Operand(0));
-  }
-  for (const ir::Instruction& a : m.annotations)
-    if (a.opcode == spv::Op::OpGroupDecorate && transposingGroups.count(a.Operand(0)))
-      transposed.insert(a.operands.begin() + 1, a.operands.end());
+  for (const ir::AppliedDecoration& d : ir::FindDecorations(m, static_cast<spv::Decoration>(kTransposeDecoration)))
+    transposed.insert(d.target);
 }
 
 // The matrix types whose coordinate tables a function needs (Reduce needs none: its

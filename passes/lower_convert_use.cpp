@@ -39,10 +39,10 @@ CoopMatType MakeType(Context& c, uint32_t component, uint32_t scope, uint32_t ro
 
 constexpr uint32_t kSaturateDecoration = static_cast<uint32_t>(spv::Decoration::SaturatedToLargestFloat8NormalConversionEXT);
 
-// Whether the conversion `id` carries the fp8 saturation decoration.
+// Whether the conversion `id` carries the fp8 saturation decoration (decoration groups included).
 bool Saturates(const Context& c, uint32_t id) {
-  for (const ir::Instruction& a : c.module.annotations)
-    if (a.opcode == spv::Op::OpDecorate && a.Operand(0) == id && a.Operand(1) == kSaturateDecoration) return true;
+  for (const ir::AppliedDecoration& d : ir::FindDecorations(c.module, static_cast<spv::Decoration>(kSaturateDecoration)))
+    if (d.target == id) return true;
   return false;
 }
 
@@ -276,10 +276,10 @@ ConversionShape CheckConversion(Context& c, const ir::Instruction& inst) {
       auto show = [&](uint32_t id) -> std::string {
         if (auto v = t.ConstantValue(id)) return std::to_string(*v);
         specialized = true;
-        for (const ir::Instruction& a : c.module.annotations)
-          if (a.opcode == spv::Op::OpDecorate && a.Operand(0) == id && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::SpecId)) {
+        for (const ir::AppliedDecoration& d : ir::FindDecorations(c.module, spv::Decoration::SpecId))
+          if (d.target == id && !d.literals.empty()) {
             const auto fallback = t.SpecConstantDefault(id);
-            return "SpecId " + std::to_string(a.Operand(2)) + (fallback ? " (default " + std::to_string(*fallback) + ")" : "");
+            return "SpecId " + std::to_string(d.literals[0]) + (fallback ? " (default " + std::to_string(*fallback) + ")" : "");
           }
         return "%" + std::to_string(id) + " (computed from specialization constants)";
       };

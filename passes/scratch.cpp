@@ -450,12 +450,11 @@ void Scratch::Finalize() {
   };
   // A constant decorated BuiltIn WorkgroupSize overrides every entry point's LocalSize.
   uint32_t workgroupSizeConstant = 0;
-  for (const ir::Instruction& a : m.annotations)
-    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::BuiltIn) &&
-        a.Operand(2) == static_cast<uint32_t>(spv::BuiltIn::WorkgroupSize)) {
-      const ir::Instruction* def = t.GlobalDef(a.Operand(0));
+  for (const ir::AppliedDecoration& d : ir::FindDecorations(m, spv::Decoration::BuiltIn))  // groups included
+    if (!d.literals.empty() && d.literals[0] == static_cast<uint32_t>(spv::BuiltIn::WorkgroupSize)) {
+      const ir::Instruction* def = t.GlobalDef(d.target);
       if (def && (def->opcode == spv::Op::OpConstantComposite || def->opcode == spv::Op::OpSpecConstantComposite))
-        workgroupSizeConstant = a.Operand(0);
+        workgroupSizeConstant = d.target;
     }
   auto product = [&](uint32_t x, uint32_t y, uint32_t z) {
     return t.SpecOp(t.Uint(), spv::Op::OpIMul, {t.SpecOp(t.Uint(), spv::Op::OpIMul, {x, y}), z});

@@ -28,11 +28,9 @@ class Freezer {
   }
 
   void Apply(const Specialization& specialization) {
-    std::unordered_map<uint32_t, uint32_t> specIdOf;  // result id -> SpecId
-    for (const ir::Instruction& a : module_.annotations)
-      if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::SpecId) &&
-          a.operands.size() >= 3)
-        specIdOf[a.Operand(0)] = a.Operand(2);
+    std::unordered_map<uint32_t, uint32_t> specIdOf;  // result id -> SpecId, decoration groups included
+    for (const ir::AppliedDecoration& d : ir::FindDecorations(module_, spv::Decoration::SpecId))
+      if (!d.literals.empty()) specIdOf[d.target] = d.literals[0];
     for (ir::Instruction& inst : module_.globals) {
       const auto specId = specIdOf.find(inst.resultId);
       const std::vector<uint8_t>* bytes = nullptr;

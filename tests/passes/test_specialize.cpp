@@ -291,3 +291,44 @@ TEST_CASE("the freezer leaves malformed constants alone", "[specialize][malforme
   CHECK(specOps == 1);
   CHECK(twos == 0);
 }
+
+// Review 2 finding 7: SpecId and BuiltIn WorkgroupSize applied through a decoration
+// group were ignored: the app's value was dropped and a stale SpecId left behind.
+TEST_CASE("specialization follows SpecIds applied through decoration groups", "[specialize]") {
+  const std::string text = R"(
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main"
+               OpDecorate %group SpecId 7
+      %group = OpDecorationGroup
+               OpGroupDecorate %group %tile
+               OpDecorate %size BuiltIn WorkgroupSize
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %uint = OpTypeInt 32 0
+      %uvec3 = OpTypeVector %uint 3
+       %tile = OpSpecConstant %uint 8
+        %one = OpConstant %uint 1
+       %size = OpSpecConstantComposite %uvec3 %tile %one %one
+    %doubled = OpSpecConstantOp %uint IAdd %tile %tile
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+               OpReturn
+               OpFunctionEnd
+)";
+  const std::vector<uint32_t> words = passtest::Assemble(text);
+  REQUIRE(!words.empty());
+  const coopmat::LowerResult frozen = coopmat::SpecializeModule(words, Spec({{7, 32}}));
+  INFO(frozen.error);
+  REQUIRE(frozen.ok);
+  const coopmat::ir::Module m = passtest::ParseOrFail(frozen.words);
+  bool thirtyTwo = false, sixtyFour = false;
+  for (const auto& g : m.globals) {
+    thirtyTwo |= g.opcode == spv::Op::OpConstant && g.operands == std::vector<uint32_t>{32};
+    sixtyFour |= g.opcode == spv::Op::OpConstant && g.operands == std::vector<uint32_t>{64};  // the folded IAdd
+    CHECK(g.opcode != spv::Op::OpSpecConstantOp);
+  }
+  CHECK(thirtyTwo);  // before: the group's SpecId was not seen, the default 8 kept
+  CHECK(sixtyFour);
+  CHECK(coopmat::ValidateModule(frozen.words).empty());
+}
