@@ -152,6 +152,14 @@ Env::Env(const EnvOptions& options) {
   if (options.validation != cmtest::Validation::Off)
     io.settings.push_back({cmtest::kValidationLayerName, "enable_message_limit", VK_LAYER_SETTING_TYPE_BOOL32_EXT, 1,
                            &kFalse});
+  // The default half runs registers: with lowering=auto the layer's probe must have
+  // found lavapipe's layouts, else a slow or failed probe would quietly make it a second
+  // portable run (test audit §0.9). Its info lines say what it found.
+  const char* lowering = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING");
+  expectRegisters_ = options.layer && !(lowering && std::string(lowering) == "portable");
+  static const char* kInfo = "info";
+  if (expectRegisters_)
+    io.settings.push_back({"VK_LAYER_coopmat_maintenance1", "log_level", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &kInfo});
   instance_ = std::make_unique<cmtest::Instance>(io);
   cmtest::DeviceOptions dopt;
   dopt.enableMaintenance1 = options.layer;
@@ -166,6 +174,8 @@ Env::Env(const EnvOptions& options) {
     subgroupSize_ = subgroup.subgroupSize;
   }
   if (options.flex && device_->ok() && !device_->nvCoopmat2()) flexMissing_ = true;
+  for (const cmtest::Message& m : instance_->messages())
+    probedLayouts_ += m.text.rfind("layout: ", 0) == 0 && m.text.find("# probed") != std::string::npos;
 }
 
 std::string Env::Problem() const {
@@ -173,6 +183,8 @@ std::string Env::Problem() const {
   if (!device_->ok()) return "vkCreateDevice -> " + std::to_string(device_->createResult());
   if (flexMissing_) return "VK_NV_cooperative_matrix2 (flexible dimensions) not available";
   if (subgroupSize_ != 8) return "subgroup size " + std::to_string(subgroupSize_) + ", the tests need 8";
+  if (expectRegisters_ && probedLayouts_ == 0)
+    return "the layer's probe found no register layout on this device: the register half would run the portable path";
   return "";
 }
 

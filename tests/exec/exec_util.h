@@ -84,6 +84,8 @@ class Env {
   std::unique_ptr<cmtest::Device> device_;
   uint32_t subgroupSize_ = 0;
   bool flexMissing_ = false;
+  bool expectRegisters_ = false;  // through the layer with lowering=auto
+  size_t probedLayouts_ = 0;      // the layer's "layout: ...  # probed" lines for this device
 };
 
 // Creates an Env and REQUIREs it to be usable.
