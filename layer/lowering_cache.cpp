@@ -118,12 +118,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
     if (auto it = entries_.find(key); it != entries_.end()) {
       pending = it->second;
     } else {
-      entries_.emplace(key, promise.get_future().share());
-      order_.push_back(key);
-      while (order_.size() > capacity_) {
-        entries_.erase(order_.front());
-        order_.pop_front();
-      }
+      InsertLocked(key, promise.get_future().share());
     }
   }
   if (pending) {  // another thread's lowering, finished or not: never wait holding the map
@@ -161,6 +156,15 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
   return entry;
 }
 
+void LoweringCache::InsertLocked(const Hash128& key, Future future) {
+  entries_.emplace(key, std::move(future));
+  order_.push_back(key);
+  while (order_.size() > capacity_) {
+    entries_.erase(order_.front());
+    order_.pop_front();
+  }
+}
+
 std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, CacheSource& source, const DiskCheck& check) {
   {
     std::lock_guard lock(mutex_);
@@ -181,13 +185,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, Ca
   std::promise<std::shared_ptr<const CachedLowering>> promise;
   promise.set_value(entry);
   std::lock_guard lock(mutex_);
-  if (entries_.emplace(key, promise.get_future().share()).second) {
-    order_.push_back(key);
-    while (order_.size() > capacity_) {
-      entries_.erase(order_.front());
-      order_.pop_front();
-    }
-  }
+  if (!entries_.count(key)) InsertLocked(key, promise.get_future().share());
   return entry;
 }
 

@@ -80,6 +80,8 @@ class LoweringCache {
   };
   using Future = std::shared_future<std::shared_ptr<const CachedLowering>>;
 
+  // Adds a key not in entries_ and evicts the oldest beyond capacity_; mutex_ held.
+  void InsertLocked(const Hash128& key, Future future);
   std::shared_ptr<const CachedLowering> ReadDisk(const Hash128& key) const;
   void WriteDisk(const Hash128& key, const CachedLowering& entry) const;
 
