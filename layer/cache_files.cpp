@@ -64,7 +64,7 @@ bool WriteCacheFileAtomically(const std::filesystem::path& path, std::string_vie
       path.string() + ".tmp." + std::to_string(::getpid()) + "." +
       std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id())) + "." + std::to_string(counter.fetch_add(1));
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
+  if (fd < 0) return false;  // errno says why
   size_t done = 0;
   bool ok = true;
   while (ok && done < bytes.size()) {
@@ -77,8 +77,16 @@ bool WriteCacheFileAtomically(const std::filesystem::path& path, std::string_vie
   ok = ok && ::fsync(fd) == 0;
   ok = ::close(fd) == 0 && ok;
   ok = ok && ::rename(temporary.c_str(), path.c_str()) == 0;
-  if (!ok) ::unlink(temporary.c_str());
+  if (!ok) {
+    const int error = errno;  // what failed, for the caller's message, not the unlink's
+    ::unlink(temporary.c_str());
+    errno = error;
+  }
   return ok;
+}
+
+void TouchCacheFile(const std::filesystem::path& path) {
+  ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);  // best effort: a read-only cache stays usable
 }
 
 void RemoveStaleTemporaries(const std::filesystem::path& dir) {

@@ -33,8 +33,12 @@ std::optional<std::string> ReadCacheFile(const std::filesystem::path& path, size
 
 // Writes `bytes` to a new exclusive temporary file (0600, never following a link)
 // beside `path`, flushes it to disk and renames it over `path`: readers see the old
-// file or the new one, whole. False (and no temporary left) on any failure.
+// file or the new one, whole. False (and no temporary left, errno saying why) on any failure.
 bool WriteCacheFileAtomically(const std::filesystem::path& path, std::string_view bytes);
+
+// Marks a cache file as just used (its modification time: least-recently-used
+// eviction across processes). Never follows a link; failures are ignored.
+void TouchCacheFile(const std::filesystem::path& path);
 
 // Removes temporary files ("*.tmp.*") older than an hour from `dir`: what writers
 // that died mid-write left behind.

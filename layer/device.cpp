@@ -264,8 +264,11 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
     if (const std::optional<DriverFamily> family = RecognizedFamily(*data, physicalDevice))
       ApplyMeasuredCosts(*family, data->lowerOptions);
     data->optionsFingerprint = OptionsFingerprint(instance, physicalDevice, data->lowerOptions);
+    const InstanceData* owner = &instance;
     data->loweringCache = std::make_unique<LoweringCache>(
-        instance.settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path());
+        instance.settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path(),
+        CacheLimits{.diskBytes = instance.settings.shaderCacheMaxSize},
+        [owner](const std::string& message) { Log(owner, LogLevel::Warning, message); });
   }
   Devices().Insert(KeyOf(device), std::move(data));
   return VK_SUCCESS;

@@ -3,6 +3,8 @@
 #include "cache_files.h"
 
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -96,8 +98,15 @@ const char* ToString(CacheSource source) {
   return "?";
 }
 
-LoweringCache::LoweringCache(const std::filesystem::path& root, size_t memoryEntries)
-    : directory_(root.empty() ? root : root / BuildId()), capacity_(std::max<size_t>(memoryEntries, 1)) {
+size_t LoweringCache::MemoryCharge(const CachedLowering& entry) {
+  // The fixed part stands for the map slot, the list node and the shared entry, so that
+  // failures (no words) count too and the number of entries stays bounded.
+  return 128 + entry.words.size() * sizeof(uint32_t) + entry.error.size();
+}
+
+LoweringCache::LoweringCache(const std::filesystem::path& root, CacheLimits limits,
+                             std::function<void(const std::string&)> warn)
+    : directory_(root.empty() ? root : root / BuildId()), limits_(limits), warn_(std::move(warn)) {
   if (root.empty()) return;
   // What older (or other) builds wrote is never used: remove it, and what writers
   // that died mid-write left here.
@@ -107,6 +116,7 @@ LoweringCache::LoweringCache(const std::filesystem::path& root, size_t memoryEnt
     if (it->path().filename() != BuildId() && !it->is_symlink(kind)) std::filesystem::remove_all(it->path(), kind);
   }
   RemoveStaleTemporaries(directory_);
+  TrimDisk();  // also measures what is there
 }
 
 std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, const std::function<CachedLowering()>& lower,
@@ -116,7 +126,8 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
   {
     std::lock_guard lock(mutex_);
     if (auto it = entries_.find(key); it != entries_.end()) {
-      pending = it->second;
+      pending = it->second.future;
+      TouchLocked(it->second);
     } else {
       InsertLocked(key, promise.get_future().share());
     }
@@ -148,21 +159,49 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
     // Waiting threads must not hang: hand them the failure, and forget the key.
     promise.set_exception(std::current_exception());
     std::lock_guard lock(mutex_);
-    entries_.erase(key);
-    order_.remove(key);  // else a later insert of the key has two places in the order (review 2, finding 12)
+    ForgetLocked(key);
     throw;
   }
   promise.set_value(entry);
+  std::lock_guard lock(mutex_);
+  // An internal error may be transient (out of memory): the next request tries again.
+  if (!entry->ok && entry->error.rfind("internal error", 0) == 0) ForgetLocked(key);
+  else ChargeLocked(key, *entry);
   return entry;
 }
 
 void LoweringCache::InsertLocked(const Hash128& key, Future future) {
-  entries_.emplace(key, std::move(future));
-  order_.push_back(key);
-  while (order_.size() > capacity_) {
-    entries_.erase(order_.front());
-    order_.pop_front();
+  Slot slot{std::move(future), order_.insert(order_.end(), key), 0};
+  entries_.emplace(key, std::move(slot));
+}
+
+void LoweringCache::TouchLocked(Slot& slot) { order_.splice(order_.end(), order_, slot.position); }
+
+void LoweringCache::ChargeLocked(const Hash128& key, const CachedLowering& entry) {
+  const auto it = entries_.find(key);
+  if (it == entries_.end() || it->second.bytes) return;
+  it->second.bytes = MemoryCharge(entry);
+  memoryUsed_ += it->second.bytes;
+  // Oldest first; entries still being lowered are not charged yet and stay (threads
+  // wait on them); the entry just charged stays even when it alone is over the limit.
+  for (auto victim = order_.begin(); memoryUsed_ > limits_.memoryBytes && victim != order_.end();) {
+    const auto slot = entries_.find(*victim);
+    if (*victim == key || slot->second.bytes == 0) {
+      ++victim;
+      continue;
+    }
+    memoryUsed_ -= slot->second.bytes;
+    victim = order_.erase(victim);
+    entries_.erase(slot);
   }
+}
+
+void LoweringCache::ForgetLocked(const Hash128& key) {
+  const auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  memoryUsed_ -= it->second.bytes;
+  order_.erase(it->second.position);  // else a later insert of the key has two places in the order (review 2, finding 12)
+  entries_.erase(it);
 }
 
 std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, CacheSource& source, const DiskCheck& check) {
@@ -170,10 +209,11 @@ std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, Ca
     std::lock_guard lock(mutex_);
     if (auto it = entries_.find(key); it != entries_.end()) {
       // Another thread still lowering it is a compile this call may not wait for.
-      if (it->second.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+      if (it->second.future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
       source = CacheSource::Memory;
+      TouchLocked(it->second);
       try {
-        return it->second.get();
+        return it->second.future.get();
       } catch (...) {
         return nullptr;
       }
@@ -185,13 +225,17 @@ std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, Ca
   std::promise<std::shared_ptr<const CachedLowering>> promise;
   promise.set_value(entry);
   std::lock_guard lock(mutex_);
-  if (!entries_.count(key)) InsertLocked(key, promise.get_future().share());
+  if (!entries_.count(key)) {
+    InsertLocked(key, promise.get_future().share());
+    ChargeLocked(key, *entry);
+  }
   return entry;
 }
 
 std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key) const {
   if (directory_.empty()) return nullptr;
-  const std::optional<std::string> bytes = ReadCacheFile(directory_ / (key.Hex() + ".spv"), sizeof(Header) + (64u << 22));
+  const std::filesystem::path path = directory_ / (key.Hex() + ".spv");
+  const std::optional<std::string> bytes = ReadCacheFile(path, sizeof(Header) + (64u << 22));
   if (!bytes || bytes->size() < sizeof(Header)) return nullptr;
   Header header{};
   std::memcpy(&header, bytes->data(), sizeof(header));
@@ -205,17 +249,61 @@ std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key
   entry->ok = true;
   entry->opsLowered = header.opsLowered;
   entry->opsInRegisters = header.opsInRegisters;
+  TouchCacheFile(path);  // now the most recently used: the last the size limit removes
   return entry;
 }
 
-void LoweringCache::WriteDisk(const Hash128& key, const CachedLowering& entry) const {
+void LoweringCache::WriteDisk(const Hash128& key, const CachedLowering& entry) {
   if (directory_.empty()) return;
   const Header header{kMagic, kFormat, key.low, key.high, BuildHash(), static_cast<uint32_t>(entry.words.size()),
                       entry.opsLowered, entry.opsInRegisters, Checksum(entry.words)};
   std::string bytes(sizeof(header) + entry.words.size() * 4, '\0');
+  if (bytes.size() > limits_.diskBytes) return;  // it would evict everything, itself included
   std::memcpy(bytes.data(), &header, sizeof(header));
   std::memcpy(bytes.data() + sizeof(header), entry.words.data(), entry.words.size() * 4);
-  WriteCacheFileAtomically(directory_ / (key.Hex() + ".spv"), bytes);
+  if (!WriteCacheFileAtomically(directory_ / (key.Hex() + ".spv"), bytes)) {
+    // Read-only, full, or not a folder: the app still works, lowering once per process.
+    const std::string error = std::strerror(errno);
+    if (warn_)
+      std::call_once(warned_, [&] {
+        warn_("shader cache: cannot write " + directory_.string() + " (" + error +
+              "); pipeline-time lowerings are kept in memory only");
+      });
+    return;
+  }
+  if (diskUsed_ += bytes.size(); diskUsed_ > limits_.diskBytes) TrimDisk();
+}
+
+void LoweringCache::TrimDisk() {
+  // One trimmer at a time; a thread finding another one at work leaves it the job.
+  std::unique_lock lock(trimMutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  struct File {
+    std::filesystem::file_time_type used;
+    uint64_t bytes;
+    std::filesystem::path path;
+  };
+  std::vector<File> files;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code error;
+    if (it->path().extension() != ".spv" || !it->is_regular_file(error) || it->is_symlink(error)) continue;
+    File file{it->last_write_time(error), it->file_size(error), it->path()};
+    if (error) continue;
+    total += file.bytes;
+    files.push_back(std::move(file));
+  }
+  if (total > limits_.diskBytes) {
+    // Down to three quarters, so that a full cache is not scanned again at every write.
+    std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.used < b.used; });
+    // The newest stays: it was just written or read, and fits the limit alone.
+    for (const File& file : std::span(files).first(files.size() - 1)) {
+      if (total <= limits_.diskBytes / 4 * 3) break;
+      if (std::filesystem::remove(file.path, ec)) total -= file.bytes;
+    }
+  }
+  diskUsed_ = total;
 }
 
 }  // namespace coopmat::layer

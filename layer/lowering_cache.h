@@ -5,6 +5,7 @@
 // most once: a thread that asks for a key another thread is lowering waits for it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -50,19 +51,29 @@ struct CachedLowering {
 enum class CacheSource { Lowered, Memory, Disk };
 const char* ToString(CacheSource source);
 
+// How much the cache keeps. Both are least-recently-used caches: a hit makes an
+// entry the newest (on disk, by its modification time, so other processes see it).
+struct CacheLimits {
+  size_t memoryBytes = size_t{64} << 20;  // per device: lowered modules and failures
+  uint64_t diskBytes = uint64_t{1} << 30;  // the build's folder: Mesa's shader cache default
+};
+
 class LoweringCache {
  public:
   // root: where entries are stored on disk (empty: memory only), in a folder per
   // build identity (cache_files.h, BuildId); other builds' folders are removed.
-  explicit LoweringCache(const std::filesystem::path& root, size_t memoryEntries = 256);
+  // warn: told once, the first time an entry cannot be written.
+  explicit LoweringCache(const std::filesystem::path& root, CacheLimits limits = {},
+                         std::function<void(const std::string&)> warn = nullptr);
 
   // What a disk entry must pass before it is used, as fresh output does: "" to accept,
   // else why not (the entry is then removed and the module lowered again).
   using DiskCheck = std::function<std::string(std::span<const uint32_t> words)>;
 
   // The entry for key, from memory, from disk or by calling lower() (once per key).
-  // Failed lowerings are kept in memory only. *rejected says why a disk entry was
-  // not used, when one was found and refused.
+  // Failed lowerings are kept in memory only, and internal errors not at all (they
+  // may be transient, e.g. out of memory). *rejected says why a disk entry was not
+  // used, when one was found and refused.
   std::shared_ptr<const CachedLowering> Get(const Hash128& key, const std::function<CachedLowering()>& lower,
                                             CacheSource& source, const DiskCheck& check = nullptr,
                                             std::string* rejected = nullptr);
@@ -74,22 +85,42 @@ class LoweringCache {
 
   const std::filesystem::path& directory() const { return directory_; }
 
+  // What an entry counts against CacheLimits::memoryBytes.
+  static size_t MemoryCharge(const CachedLowering& entry);
+
  private:
   struct HashOf {
     size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.low ^ (h.high * 31)); }
   };
   using Future = std::shared_future<std::shared_ptr<const CachedLowering>>;
+  struct Slot {
+    Future future;
+    std::list<Hash128>::iterator position;  // in order_
+    size_t bytes = 0;                       // charged once finished; 0 while lowering
+  };
 
-  // Adds a key not in entries_ and evicts the oldest beyond capacity_; mutex_ held.
+  // mutex_ held for the *Locked ones.
   void InsertLocked(const Hash128& key, Future future);
+  void TouchLocked(Slot& slot);
+  // Charges a finished entry and evicts the least recently used finished ones beyond the limit.
+  void ChargeLocked(const Hash128& key, const CachedLowering& entry);
+  void ForgetLocked(const Hash128& key);
+
   std::shared_ptr<const CachedLowering> ReadDisk(const Hash128& key) const;
-  void WriteDisk(const Hash128& key, const CachedLowering& entry) const;
+  void WriteDisk(const Hash128& key, const CachedLowering& entry);
+  // Removes the least recently used disk entries until the folder is well under its limit.
+  void TrimDisk();
 
   std::filesystem::path directory_;
-  size_t capacity_;
+  CacheLimits limits_;
+  std::function<void(const std::string&)> warn_;
+  std::once_flag warned_;
   std::mutex mutex_;
-  std::unordered_map<Hash128, Future, HashOf> entries_;
-  std::list<Hash128> order_;  // insertion order, for eviction
+  std::unordered_map<Hash128, Slot, HashOf> entries_;
+  std::list<Hash128> order_;  // least recently used first
+  size_t memoryUsed_ = 0;
+  std::atomic<uint64_t> diskUsed_{0};  // an estimate between scans (other processes write too)
+  std::mutex trimMutex_;
 };
 
 }  // namespace coopmat::layer

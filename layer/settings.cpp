@@ -47,6 +47,20 @@ std::optional<LogLevel> ParseLogLevel(const std::string& value) {
   return std::nullopt;
 }
 
+// A size as Mesa's MESA_SHADER_CACHE_MAX_SIZE writes it, with a K, M or G suffix
+// (binary units); a plain number is bytes.
+std::optional<uint64_t> ParseSize(const std::string& value) {
+  const std::string v = Trim(value);
+  size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits]))) ++digits;
+  if (digits == 0 || digits > 15) return std::nullopt;
+  const uint64_t number = std::stoull(v.substr(0, digits));
+  const std::string unit = Lower(v.substr(digits));
+  const int shift = unit.empty() ? 0 : unit == "k" ? 10 : unit == "m" ? 20 : unit == "g" ? 30 : -1;
+  if (shift < 0 || number > (UINT64_MAX >> shift)) return std::nullopt;
+  return number << shift;
+}
+
 // Applies one textual key/value; `source` names where it came from for messages.
 void Apply(const std::string& key, const std::string& value, const std::string& source, SettingsResult& out) {
   auto bad = [&] { out.warnings.push_back(source + ": invalid value '" + value + "' for setting '" + key + "'"); };
@@ -72,6 +86,8 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     if (auto b = ParseBool(value)) out.settings.layoutProbe = *b; else bad();
   } else if (key == "shader_cache") {
     if (auto b = ParseBool(value)) out.settings.shaderCache = *b; else bad();
+  } else if (key == "shader_cache_max_size") {
+    if (auto size = ParseSize(value)) out.settings.shaderCacheMaxSize = *size; else bad();
   } else if (key == "dump_dir") {
     out.settings.dumpDir = Trim(value);
   } else if (key == "disabled_features") {
@@ -90,7 +106,7 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     }
   } else {
     out.warnings.push_back(source + ": unknown setting '" + key +
-                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, builtin_layouts, lowering, shader_cache)");
+                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, builtin_layouts, lowering, shader_cache, shader_cache_max_size)");
   }
 }
 

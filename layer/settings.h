@@ -8,6 +8,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct Settings {
   bool validate = false;       // run spirv-val on every rewritten module
   bool layoutProbe = true;     // discover the driver's register layouts once per device (cached)
   bool shaderCache = true;     // keep pipeline-time lowerings on disk (always in memory)
+  uint64_t shaderCacheMaxSize = uint64_t{1} << 30;  // shader_cache_max_size: the disk cache's limit (LRU)
   bool portableOnly = false;   // lowering=portable: never use the register path
   // builtin_layouts=<family>: where the probe reads nothing, this family's table
   // whatever the driver and its version (compile-only lanes on Mesa's drm-shim,

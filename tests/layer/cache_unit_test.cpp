@@ -185,7 +185,7 @@ TEST_CASE("lowering cache: a disk entry that fails the check is removed and lowe
 }
 
 TEST_CASE("lowering cache: a failed lowering leaves no duplicate in the eviction order", "[layer][cache]") {
-  LoweringCache cache({}, 2);
+  LoweringCache cache({}, CacheLimits{.memoryBytes = 2 * LoweringCache::MemoryCharge(Lowered(0))});
   const Hash128 a = Hasher().Add(1).Finish(), b = Hasher().Add(2).Finish(), c = Hasher().Add(3).Finish();
   CacheSource source;
   CHECK_THROWS(cache.Get(a, []() -> CachedLowering { throw std::runtime_error("transient"); }, source));
@@ -203,4 +203,114 @@ TEST_CASE("lowering cache: a failed lowering leaves no duplicate in the eviction
   CHECK(lowerings == 2);
   cache.Get(c, lower, source);  // now the oldest goes
   CHECK(lowerings == 3);
+}
+
+// Review 2 findings 6 and 12: the memory cache was bounded by a count (256 modules of
+// any size) and evicted the oldest insert, however hot.
+TEST_CASE("lowering cache: memory is bounded in bytes, least recently used out first", "[layer][cache]") {
+  const size_t entry = LoweringCache::MemoryCharge(Lowered(0));
+  LoweringCache cache({}, CacheLimits{.memoryBytes = 2 * entry});
+  const Hash128 a = Hasher().Add(1).Finish(), b = Hasher().Add(2).Finish(), c = Hasher().Add(3).Finish();
+  int lowerings = 0;
+  auto lower = [&] {
+    ++lowerings;
+    return Lowered(0);
+  };
+  CacheSource source;
+  cache.Get(a, lower, source);
+  cache.Get(b, lower, source);
+  cache.Get(a, lower, source);  // a is now the most recently used
+  CHECK(source == CacheSource::Memory);
+  cache.Get(c, lower, source);  // evicts b, not a
+  CHECK(lowerings == 3);
+  cache.Get(a, lower, source);
+  CHECK(source == CacheSource::Memory);
+  cache.Get(b, lower, source);
+  CHECK(source == CacheSource::Lowered);
+  CHECK(lowerings == 4);
+
+  // A module as big as three small ones takes their room: bytes count, not entries.
+  LoweringCache small({}, CacheLimits{.memoryBytes = 4 * entry});
+  auto big = [entry] {
+    CachedLowering out = Lowered(0);
+    out.words.resize(out.words.size() + 2 * entry / 4);
+    return out;
+  };
+  REQUIRE(LoweringCache::MemoryCharge(big()) == 3 * entry);
+  small.Get(a, lower, source);
+  small.Get(b, lower, source);
+  small.Get(c, big, source);  // five entries' worth: the oldest, a, goes
+  small.Get(b, lower, source);
+  CHECK(source == CacheSource::Memory);
+  small.Get(a, lower, source);
+  CHECK(source == CacheSource::Lowered);
+}
+
+TEST_CASE("lowering cache: refusals are kept, internal errors are not", "[layer][cache]") {
+  LoweringCache cache({});
+  const Hash128 refused = Hasher().Add(1).Finish(), broken = Hasher().Add(2).Finish();
+  int lowerings = 0;
+  auto fail = [&](const char* why) {
+    return [&lowerings, why] {
+      ++lowerings;
+      CachedLowering out;
+      out.error = why;
+      return out;
+    };
+  };
+  CacheSource source;
+  cache.Get(refused, fail("the matrix has no constant Use"), source);
+  CHECK(cache.Get(refused, fail("the matrix has no constant Use"), source)->error == "the matrix has no constant Use");
+  CHECK(source == CacheSource::Memory);
+  CHECK(lowerings == 1);
+  // std::bad_alloc, say: the next pipeline tries again.
+  cache.Get(broken, fail("internal error: std::bad_alloc"), source);
+  cache.Get(broken, fail("internal error: std::bad_alloc"), source);
+  CHECK(source == CacheSource::Lowered);
+  CHECK(lowerings == 3);
+}
+
+TEST_CASE("lowering cache: the disk folder stays within its limit, least recently used out first", "[layer][cache]") {
+  const std::filesystem::path root = Fresh("cache-disk-limit");
+  const Hash128 keys[] = {Hasher().Add(1).Finish(), Hasher().Add(2).Finish(), Hasher().Add(3).Finish(),
+                          Hasher().Add(4).Finish()};
+  int lowerings = 0;
+  auto lower = [&] {
+    ++lowerings;
+    return Lowered(0);
+  };
+  CacheSource source;
+  for (int i = 0; i < 3; ++i) LoweringCache(root).Get(keys[i], lower, source);
+  auto path = [&](int i) { return root / BuildId() / (keys[i].Hex() + ".spv"); };
+  const uint64_t one = std::filesystem::file_size(path(0));
+  // Written in order a, b, c, an hour apart; then a is read: now the most recent.
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (int i = 0; i < 3; ++i) std::filesystem::last_write_time(path(i), now - std::chrono::hours(3 - i));
+  const CacheLimits room{.diskBytes = 3 * one + one / 2};
+  LoweringCache(root, room).Get(keys[0], lower, source);
+  CHECK(source == CacheSource::Disk);
+  // A fourth entry goes over the limit: the oldest go until three quarters are left.
+  LoweringCache(root, room).Get(keys[3], lower, source);
+  CHECK(std::filesystem::exists(path(0)));
+  CHECK_FALSE(std::filesystem::exists(path(1)));
+  CHECK_FALSE(std::filesystem::exists(path(2)));
+  CHECK(std::filesystem::exists(path(3)));
+  // Opening the cache with a smaller limit trims it at once.
+  { LoweringCache cache(root, CacheLimits{.diskBytes = one + one / 2}); }
+  size_t left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root / BuildId())) left += entry.is_regular_file();
+  CHECK(left == 1);  // the most recently used alone
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("lowering cache: a folder that cannot be written is said once, and lowering goes on", "[layer][cache]") {
+  const std::filesystem::path root = Fresh("cache-unwritable") / "lowered";
+  std::ofstream(root) << "a file where the folder should be";
+  std::vector<std::string> warnings;
+  LoweringCache cache(root, {}, [&](const std::string& message) { warnings.push_back(message); });
+  CacheSource source;
+  for (uint64_t i = 0; i < 3; ++i) CHECK(cache.Get(Hasher().Add(i).Finish(), [] { return Lowered(0); }, source)->ok);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("cannot write " + (root / BuildId()).string()) != std::string::npos);
+  std::filesystem::remove_all(root.parent_path());
 }

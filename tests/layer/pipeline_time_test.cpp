@@ -376,3 +376,105 @@ TEST_CASE("a pipeline that may not compile gets VK_PIPELINE_COMPILE_REQUIRED whi
   vkDestroyShaderModule(device.handle(), module, nullptr);
   std::filesystem::remove_all(home);
 }
+
+namespace {
+
+uint64_t FolderBytes(const std::filesystem::path& dir, size_t* files = nullptr) {
+  uint64_t bytes = 0;
+  if (files) *files = 0;
+  if (!std::filesystem::exists(dir)) return 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    bytes += entry.file_size();
+    if (files) ++*files;
+  }
+  return bytes;
+}
+
+InstanceOptions DiskCacheLimitedTo(const std::string& size) {
+  static std::vector<std::string> sizes;  // the settings point at their strings
+  static std::vector<const char*> values;
+  sizes.reserve(16);
+  values.reserve(16);
+  sizes.push_back(size);
+  values.push_back(sizes.back().c_str());
+  InstanceOptions options = DebugLogging(true);
+  options.settings.push_back(*Setting("shader_cache_max_size", &values.back()));
+  return options;
+}
+
+}  // namespace
+
+// Review 2 finding 6: the disk cache had no limit. Specializations that vary per
+// problem size now stay within shader_cache_max_size, least recently used out first.
+TEST_CASE("the disk cache stays within shader_cache_max_size", "[layer][specialization][cache]") {
+  const std::filesystem::path home = TempPath("cache-limit");
+  std::filesystem::remove_all(home);
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  const std::filesystem::path lowered = home / "coopmat-maintenance1" / "lowered";
+  auto create = [&](const InstanceOptions& options, const std::vector<uint32_t>& tiles) {
+    Instance instance(options);
+    Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+    REQUIRE(device.ok());
+    VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+    {
+      SpecTilesPipelines pipelines(device);
+      for (uint32_t t : tiles) CHECK(pipelines.Create(module, t, t, t) == VK_SUCCESS);
+    }
+    vkDestroyShaderModule(device.handle(), module, nullptr);
+    CHECK(instance.problems().empty());
+  };
+  create(DebugLogging(true), {16});
+  size_t files = 0;
+  const uint64_t one = FolderBytes(lowered, &files);
+  REQUIRE(files == 1);
+  // Room for about two entries: four specializations leave at most the limit behind.
+  const uint64_t limit = one * 5 / 2;
+  create(DiskCacheLimitedTo(std::to_string(limit)), {8, 16, 24, 32});
+  const uint64_t kept = FolderBytes(lowered, &files);
+  INFO("one entry " << one << " bytes, limit " << limit << ", kept " << kept << " in " << files << " files");
+  CHECK(kept <= limit);
+  CHECK(files >= 1);
+  // A limit below one entry keeps nothing on disk, and pipelines are still created.
+  std::filesystem::remove_all(home);
+  create(DiskCacheLimitedTo("1K"), {16});
+  CHECK(FolderBytes(lowered, &files) == 0);
+  std::filesystem::remove_all(home);
+}
+
+// Review 2 finding 13: a cache that cannot be written was silent. It is said once per
+// device, and the app works from memory.
+TEST_CASE("a cache folder that cannot be written is warned about once per device", "[layer][specialization][cache]") {
+  const std::filesystem::path home = TempPath("cache-unwritable");
+  std::filesystem::remove_all(home);
+  std::filesystem::create_directories(home);
+  std::ofstream(home / "coopmat-maintenance1") << "a file where the cache folder should be";
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  Instance instance(DebugLogging(true));
+  for (int device = 0; device < 2; ++device) {
+    Device d(instance, DeviceOptions{.enableNvCoopmat2 = true});
+    REQUIRE(d.ok());
+    VkShaderModule module = CreateModule(d, SpecTiles("spirv1.6"));
+    {
+      SpecTilesPipelines pipelines(d);
+      for (uint32_t t : {8u, 16u}) CHECK(pipelines.Create(module, t, t, t) == VK_SUCCESS);
+    }
+    vkDestroyShaderModule(d.handle(), module, nullptr);
+    CHECK(CountMessages(instance, "shader cache: cannot write") == static_cast<size_t>(device + 1));
+  }
+  std::filesystem::remove_all(home);
+}
+
+TEST_CASE("shader_cache_max_size takes Mesa's sizes and refuses others", "[layer][settings][cache]") {
+  for (const char* good : {"512M", "2G", "100k", "4096"}) {
+    INFO(good);
+    Instance instance(DiskCacheLimitedTo(good));
+    REQUIRE(instance.ok());
+    CHECK(CountMessages(instance, "invalid value") == 0);
+  }
+  for (const char* bad : {"12X", "-1", "G", "99999999999999999999"}) {
+    INFO(bad);
+    Instance instance(DiskCacheLimitedTo(bad));
+    CHECK(CountMessages(instance, std::string("invalid value '") + bad + "' for setting 'shader_cache_max_size'") == 1);
+  }
+}
