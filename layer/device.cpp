@@ -136,15 +136,11 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
 
 // What else a pipeline-time lowering depends on: the device and driver build (a
 // disk entry must not reach another GPU or driver), the layer's build and options.
-uint64_t OptionsFingerprint(const InstanceData& instance, VkPhysicalDevice physicalDevice, const LowerOptions& options) {
+uint64_t OptionsFingerprint(const PhysicalDeviceInfo& device, const LowerOptions& options) {
   Hasher h;
   h.Add(std::string(BuildId()));  // the layer's and the lowering's sources: a rebuilt layer misses
-  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
-  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
-  if (instance.dispatch.GetPhysicalDeviceProperties2) {
-    instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
-    h.Add(std::span(id.deviceUUID)).Add(std::span(id.driverUUID)).Add(properties.properties.driverVersion);
-  }
+  h.Add(std::span(device.deviceUUID)).Add(std::span(device.driverUUID)).Add(device.driverVersion);
+  h.Add(device.vendorID).Add(device.deviceID).Add(device.deviceName);  // GPUs whose UUIDs are not filled in
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.maxTaskSharedMemoryBytes);
   h.Add(options.maxMeshSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
   h.Add(options.registerMovesWithShuffles).Add(options.sharedMemoryPool).Add(options.subgroupExtendedTypes);
@@ -254,16 +250,16 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
     if (VkResult r = DiscoverDeviceLayouts(*data, physicalDevice, pCreateInfo, nextGetDeviceProcAddr); r != VK_SUCCESS)
       return r;
     if (!instance.settings.portableOnly)
-      data->lowerOptions.layouts = LayoutsForLowering(*data, physicalDevice, data->layouts);
+      data->lowerOptions.layouts = LayoutsForLowering(*data, data->layouts);
     data->lowerOptions.withoutLayoutsBecause =
         instance.settings.portableOnly  ? "the layer's lowering=portable setting"
         : !instance.settings.layoutProbe ? "the layer's layout_probe=false setting"
         : !data->layouts.empty()         ? "compute shaders on this device have no subgroup shuffles"
                                          : "no register layouts on this device (the layout probe's messages say why)";
     data->lowerOptions.subgroupSizes = data->physicalDevice.PipelineSubgroupSizes();
-    if (const std::optional<DriverFamily> family = RecognizedFamily(*data, physicalDevice))
+    if (const std::optional<DriverFamily> family = RecognizedFamily(*data))
       ApplyMeasuredCosts(*family, data->lowerOptions);
-    data->optionsFingerprint = OptionsFingerprint(instance, physicalDevice, data->lowerOptions);
+    data->optionsFingerprint = OptionsFingerprint(data->physicalDevice, data->lowerOptions);
     const InstanceData* owner = &instance;
     data->loweringCache = std::make_unique<LoweringCache>(
         instance.settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path(),

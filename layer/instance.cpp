@@ -103,6 +103,10 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
   VkPhysicalDeviceProperties properties{};
   instance.dispatch.GetPhysicalDeviceProperties(physicalDevice, &properties);
   info.apiVersion = properties.apiVersion;
+  info.vendorID = properties.vendorID;
+  info.deviceID = properties.deviceID;
+  info.driverVersion = properties.driverVersion;
+  info.deviceName = properties.deviceName;
   info.maxComputeSharedMemorySize = properties.limits.maxComputeSharedMemorySize;
   info.subgroupSize = 1;
   if (instance.dispatch.GetPhysicalDeviceProperties2 && VK_API_VERSION_MINOR(properties.apiVersion) >= 1) {
@@ -118,7 +122,20 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
       mesh.pNext = properties2.pNext;
       properties2.pNext = &mesh;
     }
+    VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, properties2.pNext};  // core 1.1
+    properties2.pNext = &id;
+    // Chaining it elsewhere is invalid usage (review 2 finding 18).
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    if (VK_API_VERSION_MINOR(properties.apiVersion) >= 2 || Contains(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
+      driver.pNext = properties2.pNext;
+      properties2.pNext = &driver;
+    }
     instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties2);
+    info.hasIdentity = true;
+    info.driverVersion = properties2.properties.driverVersion;  // what a layer below may patch, as the app sees it
+    info.driverId = driver.driverID;
+    std::copy(std::begin(id.deviceUUID), std::end(id.deviceUUID), info.deviceUUID.begin());
+    std::copy(std::begin(id.driverUUID), std::end(id.driverUUID), info.driverUUID.begin());
     info.maxTaskSharedMemorySize = mesh.maxTaskSharedMemorySize;
     info.maxMeshSharedMemorySize = mesh.maxMeshSharedMemorySize;
     info.subgroupSize = std::max(1u, subgroup.subgroupSize);

@@ -23,7 +23,7 @@ namespace coopmat::layer {
 namespace {
 
 // The file's first line; the build identity in the name retires files of other builds.
-constexpr const char* kCacheFormat = "coopmat-maintenance1 layouts v2";
+constexpr const char* kCacheFormat = "coopmat-maintenance1 layouts v3";
 
 struct ProbeShader {
   uint32_t componentType;
@@ -373,38 +373,49 @@ std::string Hex(const uint8_t* bytes, size_t n) {
 }
 
 struct DeviceIdentity {
-  std::string cacheName;  // unique per device, driver build, subgroup sizes and layer version
+  std::string cacheName;  // unique per device, driver build, subgroup sizes and layer build
   VkDriverId driverId = VkDriverId(0);
   uint32_t driverVersion = 0;
   std::string deviceName;
 };
 
-DeviceIdentity Identify(const InstanceData& instance, VkPhysicalDevice physicalDevice,
-                        const std::vector<uint32_t>& subgroupSizes) {
-  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, &driver};
-  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &id};
+// From what the layer read once per physical device (PhysicalDeviceInfo): no Vulkan call.
+DeviceIdentity Identify(const PhysicalDeviceInfo& info) {
   DeviceIdentity identity;
   // A 1.0 instance without VK_KHR_get_physical_device_properties2 (review 27): no
   // identity, so no cache file and no known family.
-  if (!instance.dispatch.GetPhysicalDeviceProperties2) return identity;
-  instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties);
-  identity.driverId = driver.driverID;
-  identity.driverVersion = properties.properties.driverVersion;
-  identity.deviceName = properties.properties.deviceName;
-  // The sizes belong in the key: a driver setting can change them and leave the UUIDs alone.
+  if (!info.hasIdentity) return identity;
+  identity.driverId = info.driverId;
+  identity.driverVersion = info.driverVersion;
+  identity.deviceName = info.deviceName;
+  // The sizes belong in the key: a driver setting can change them and leave the UUIDs
+  // alone. The vendor, device and name: two GPUs whose drivers leave the UUIDs zero.
   std::string sizes;
-  for (uint32_t size : subgroupSizes) sizes += "-sg" + std::to_string(size);
-  identity.cacheName = "layouts-" + Hex(id.deviceUUID, VK_UUID_SIZE) + "-" + Hex(id.driverUUID, VK_UUID_SIZE) + "-" +
-                       std::to_string(properties.properties.driverVersion) + sizes + "-" + BuildId() + ".txt";
+  for (uint32_t size : info.PipelineSubgroupSizes()) sizes += "-sg" + std::to_string(size);
+  char ids[32];
+  std::snprintf(ids, sizeof(ids), "%04x-%04x-%08x", info.vendorID, info.deviceID,
+                static_cast<uint32_t>(Hasher().Add(info.deviceName).Finish().low));
+  identity.cacheName = "layouts-" + Hex(info.deviceUUID.data(), VK_UUID_SIZE) + "-" + Hex(info.driverUUID.data(), VK_UUID_SIZE) +
+                       "-" + ids + "-" + std::to_string(info.driverVersion) + sizes + "-" + BuildId() + ".txt";
   return identity;
 }
 
+// The last line of a layout file: a checksum of everything before it, so that a torn
+// or edited file is probed again rather than trusted.
+std::string ChecksumLine(std::string_view text) {
+  char line[40];
+  std::snprintf(line, sizeof(line), "# checksum %016" PRIx64 "\n",
+                Hasher().Add(std::string(text)).Finish().low);
+  return line;
+}
 
 std::optional<std::vector<LinearLayout>> ReadCache(const std::filesystem::path& path) {
   const std::optional<std::string> content = ReadCacheFile(path, 1u << 20);
   if (!content || content->rfind(std::string("# ") + kCacheFormat, 0) != 0) return std::nullopt;
-  ParseResult parsed = ParseLayouts(*content);
+  const size_t last = content->rfind("# checksum ");
+  if (last == std::string::npos || content->substr(last) != ChecksumLine(std::string_view(*content).substr(0, last)))
+    return std::nullopt;
+  ParseResult parsed = ParseLayouts(content->substr(0, last));
   if (!parsed.ok) return std::nullopt;
   return parsed.layouts;
 }
@@ -416,6 +427,7 @@ bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayou
   std::string text = std::string("# ") + kCacheFormat + "\n";
   for (const std::string& note : notes) text += "# " + note + "\n";
   for (const LinearLayout& layout : layouts) text += FormatLayout(layout) + "\n";
+  text += ChecksumLine(text);
   if (!WriteCacheFileAtomically(path, text)) return false;
   const std::string ours = std::string("-") + BuildId() + ".txt";
   std::error_code ec;
@@ -541,7 +553,7 @@ void ReportLayouts(const InstanceData& instance, const std::vector<LayoutKey>& k
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost) {
   const InstanceData& instance = *device.instance;
   const std::vector<uint32_t> sizes = device.physicalDevice.PipelineSubgroupSizes();
-  const DeviceIdentity identity = Identify(instance, context.physicalDevice, sizes);
+  const DeviceIdentity identity = Identify(device.physicalDevice);
   const std::optional<DriverFamily> family = KnownFamily(identity);
   const std::filesystem::path directory = CacheDirectory();
   const std::filesystem::path cachePath =
@@ -626,12 +638,11 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
 
 namespace coopmat::layer {
 
-std::optional<DriverFamily> RecognizedFamily(const DeviceData& device, VkPhysicalDevice physicalDevice) {
-  return KnownFamily(Identify(*device.instance, physicalDevice, device.physicalDevice.PipelineSubgroupSizes()));
+std::optional<DriverFamily> RecognizedFamily(const DeviceData& device) {
+  return KnownFamily(Identify(device.physicalDevice));
 }
 
-std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
-                                             const std::vector<LinearLayout>& probed) {
+std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, const std::vector<LinearLayout>& probed) {
   const PhysicalDeviceInfo& info = device.physicalDevice;
   if (probed.empty()) return {};
   // The register path moves elements with subgroup shuffles in compute shaders.
@@ -643,7 +654,7 @@ std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysica
   std::vector<LinearLayout> layouts;
   for (const LinearLayout& layout : probed)
     if (Supported(sizes, layout)) layouts.push_back(layout);
-  const std::optional<DriverFamily> family = KnownFamily(Identify(*device.instance, physicalDevice, sizes));
+  const std::optional<DriverFamily> family = KnownFamily(Identify(info));
   // Other shapes exist only under NV flexible dimensions.
   if (layouts.empty() || !family || !device.lowerOptions.flexibleDimensions) return layouts;
   const bool agrees = std::all_of(layouts.begin(), layouts.end(), [&](const LinearLayout& layout) {

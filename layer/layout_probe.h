@@ -53,9 +53,8 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
 // pipeline may run at (the lowering chooses per size). Empty when compute shaders
 // lack subgroup shuffles.
 // The driver family whose published layouts (and measured costs) apply, if known.
-std::optional<DriverFamily> RecognizedFamily(const DeviceData& device, VkPhysicalDevice physicalDevice);
+std::optional<DriverFamily> RecognizedFamily(const DeviceData& device);
 
-std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, VkPhysicalDevice physicalDevice,
-                                             const std::vector<LinearLayout>& probed);
+std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, const std::vector<LinearLayout>& probed);
 
 }  // namespace coopmat::layer

@@ -6,6 +6,7 @@
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -77,6 +78,14 @@ struct PhysicalDeviceInfo {
   uint32_t maxMeshSharedMemorySize = 0;
   VkSubgroupFeatureFlags subgroupOperations = 0;  // in subgroupStages
   VkShaderStageFlags subgroupStages = 0;
+  // Who it is: names the layout cache file, keys lowered entries, selects a built-in
+  // table. The UUIDs need vkGetPhysicalDeviceProperties2 (hasIdentity), the driver id
+  // Vulkan 1.2 or VK_KHR_driver_properties (else 0: no known family).
+  bool hasIdentity = false;
+  uint32_t vendorID = 0, deviceID = 0, driverVersion = 0;
+  VkDriverId driverId = VkDriverId(0);
+  std::string deviceName;
+  std::array<uint8_t, VK_UUID_SIZE> deviceUUID{}, driverUUID{};
 
   // Every subgroup size a compute pipeline on the device may run with: the powers of
   // two in [min, max] with subgroup size control, else the one default size. The

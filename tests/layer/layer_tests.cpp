@@ -660,6 +660,29 @@ TEST_CASE("the layout probe finds every KHR type's layout and caches it", "[laye
     REQUIRE(device.ok());
     CHECK(coopmat::ParseLayouts(ReadFile(files[0])).layouts.size() == expected.size());
   }
+  SECTION("an edited cache file that still parses is probed again (review 2 finding 18)") {
+    // Swap the A layout's lane and index bits: a valid layout, and a wrong one.
+    std::string text = ReadFile(files[0]);
+    const std::string original = "use=A rows=8 cols=8 subgroup=8 length=8 lane=c0,c1,c2 index=r0,r1,r2";
+    const size_t at = text.find(original);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, original.size(), "use=A rows=8 cols=8 subgroup=8 length=8 lane=r0,r1,r2 index=c0,c1,c2");
+    REQUIRE(coopmat::ParseLayouts(text).ok);
+    std::ofstream(files[0], std::ios::trunc) << text;
+    ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
+    Instance again;
+    Device device(again);
+    REQUIRE(device.ok());
+    CHECK_FALSE(AnyMessageContains(again, "from " + files[0].string()));
+    CHECK(ReadFile(files[0]).find(original) != std::string::npos);  // probed and written anew
+  }
+  SECTION("the file name carries the vendor and device ids (GPUs whose UUIDs are zero differ)") {
+    VkPhysicalDeviceProperties properties{};
+    vkGetPhysicalDeviceProperties(instance.physicalDevice(), &properties);
+    char ids[16];
+    std::snprintf(ids, sizeof(ids), "-%04x-%04x-", properties.vendorID, properties.deviceID);
+    CHECK(files[0].filename().string().find(ids) != std::string::npos);
+  }
   std::filesystem::remove_all(cache);
 }
 
