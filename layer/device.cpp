@@ -238,6 +238,8 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
   Load(*data, d.DestroyShaderModule, "vkDestroyShaderModule");
   Load(*data, d.CreateRayTracingPipelinesKHR, "vkCreateRayTracingPipelinesKHR");
   Load(*data, d.CreateRayTracingPipelinesNV, "vkCreateRayTracingPipelinesNV");
+  Load(*data, d.CreateExecutionGraphPipelinesAMDX, "vkCreateExecutionGraphPipelinesAMDX");
+  Load(*data, d.CreateDataGraphPipelinesARM, "vkCreateDataGraphPipelinesARM");
   Load(*data, d.CreatePipelineBinariesKHR, "vkCreatePipelineBinariesKHR");
   Load(*data, d.GetPipelineKeyKHR, "vkGetPipelineKeyKHR");
   Load(*data, d.GetShaderModuleCreateInfoIdentifierEXT, "vkGetShaderModuleCreateInfoIdentifierEXT");

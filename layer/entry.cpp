@@ -49,6 +49,8 @@ const NamedFunction kDeviceFunctions[] = {
     {"vkDestroyShaderModule", &Guarded<&DestroyShaderModule>},
     {"vkCreateRayTracingPipelinesKHR", &Guarded<&CreateRayTracingPipelinesKHR>},
     {"vkCreateRayTracingPipelinesNV", &Guarded<&CreateRayTracingPipelinesNV>},
+    {"vkCreateExecutionGraphPipelinesAMDX", &Guarded<&CreateExecutionGraphPipelinesAMDX>},
+    {"vkCreateDataGraphPipelinesARM", &Guarded<&CreateDataGraphPipelinesARM>},
     {"vkCreatePipelineBinariesKHR", &Guarded<&CreatePipelineBinariesKHR>},
     {"vkGetPipelineKeyKHR", &Guarded<&GetPipelineKeyKHR>},
     {"vkGetShaderModuleCreateInfoIdentifierEXT", &Guarded<&GetShaderModuleCreateInfoIdentifierEXT>},

@@ -36,6 +36,12 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice, VkDeferred
 VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice, VkPipelineCache, uint32_t,
                                                            const VkRayTracingPipelineCreateInfoNV*,
                                                            const VkAllocationCallbacks*, VkPipeline*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateExecutionGraphPipelinesAMDX(VkDevice, VkPipelineCache, uint32_t,
+                                                                 const VkExecutionGraphPipelineCreateInfoAMDX*,
+                                                                 const VkAllocationCallbacks*, VkPipeline*);
+VKAPI_ATTR VkResult VKAPI_CALL CreateDataGraphPipelinesARM(VkDevice, VkDeferredOperationKHR, VkPipelineCache, uint32_t,
+                                                           const VkDataGraphPipelineCreateInfoARM*,
+                                                           const VkAllocationCallbacks*, VkPipeline*);
 VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice, const VkPipelineBinaryCreateInfoKHR*,
                                                          const VkAllocationCallbacks*, VkPipelineBinaryHandlesInfoKHR*);
 VKAPI_ATTR VkResult VKAPI_CALL GetPipelineKeyKHR(VkDevice, const VkPipelineCreateInfoKHR*, VkPipelineBinaryKeyKHR*);

@@ -409,18 +409,26 @@ class StageRewriter {
     if (!changed) return chain;
     auto* replacement = chains_.Own(*groups);
     replacement->pGroups = groupArrays_.emplace_back(std::move(copies)).data();
-    const void* out = nullptr;
-    VkStructureType unknown = VK_STRUCTURE_TYPE_MAX_ENUM;
-    if (!chains_.Copy(chain, VK_STRUCTURE_TYPE_MAX_ENUM, &out, reinterpret_cast<const VkBaseInStructure*>(replacement),
-                      &unknown)) {
-      Log(device_.instance, LogLevel::Error,
-          std::string(where) + ": structure sType " + std::to_string(static_cast<int64_t>(unknown)) +
-              " is chained before VkGraphicsPipelineShaderGroupsCreateInfoNV and unknown to the layer, so the "
-              "groups' stages cannot be replaced by their lowered code");
-      Failed(VK_ERROR_UNKNOWN);
-      return nullptr;
-    }
-    return out;
+    return ReplaceInChain(chain, replacement, "VkGraphicsPipelineShaderGroupsCreateInfoNV", where);
+  }
+
+  // VK_ARM_data_graph names a module in a chained struct, with its specialization:
+  // returns the chain to use (itself when unchanged), or null on error.
+  const void* RewriteDataGraphModuleARM(const void* chain, const char* where) {
+    const auto* info = reinterpret_cast<const VkDataGraphPipelineShaderModuleCreateInfoARM*>(
+        FindInChain(chain, VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SHADER_MODULE_CREATE_INFO_ARM));
+    if (!info || info->module == VK_NULL_HANDLE) return chain;
+    VkPipelineShaderStageCreateInfo stage{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    stage.module = info->module;
+    stage.pName = info->pName;
+    stage.pSpecializationInfo = info->pSpecializationInfo;
+    const VkPipelineShaderStageCreateInfo* rewritten = Rewrite(stage, where);
+    if (!rewritten) return nullptr;
+    if (rewritten == &stage) return chain;
+    auto* replacement = chains_.Own(*info);
+    replacement->module = rewritten->module;
+    return ReplaceInChain(chain, replacement, "VkDataGraphPipelineShaderModuleCreateInfoARM", where);
   }
 
   VkResult result() const { return result_; }
@@ -432,6 +440,22 @@ class StageRewriter {
   // An error outranks VK_PIPELINE_COMPILE_REQUIRED (a success code) for the call's result.
   const VkPipelineShaderStageCreateInfo* Failed(VkResult result) {
     if (result_ == VK_SUCCESS || result < VK_SUCCESS) result_ = result;
+    return nullptr;
+  }
+
+  // A copy of `chain` with `replacement` in place of the node of its sType, or null
+  // (and an error) when a node before it cannot be copied.
+  template <typename Struct>
+  const void* ReplaceInChain(const void* chain, const Struct* replacement, const char* name, const char* where) {
+    const void* out = nullptr;
+    VkStructureType unknown = VK_STRUCTURE_TYPE_MAX_ENUM;
+    if (chains_.Copy(chain, VK_STRUCTURE_TYPE_MAX_ENUM, &out, reinterpret_cast<const VkBaseInStructure*>(replacement),
+                     &unknown))
+      return out;
+    Log(device_.instance, LogLevel::Error,
+        std::string(where) + ": structure sType " + std::to_string(static_cast<int64_t>(unknown)) + " is chained before " +
+            name + " and unknown to the layer, so its stages cannot be replaced by their lowered code");
+    Failed(VK_ERROR_UNKNOWN);
     return nullptr;
   }
 
@@ -500,11 +524,14 @@ VkResult CreateLoweredOnes(std::vector<Info>& infos, const std::vector<bool>& ok
       position.push_back(i);
       subset.push_back(infos[i]);
     }
-  for (Info& info : subset) {
-    if (info.basePipelineIndex < 0) continue;
-    const auto base = static_cast<uint32_t>(info.basePipelineIndex);
-    info.basePipelineIndex = base < count ? renumbered[base] : -1;
-    if (info.basePipelineIndex < 0 && info.basePipelineHandle == VK_NULL_HANDLE) info.flags &= ~VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+  if constexpr (requires(Info info) { info.basePipelineIndex; }) {
+    for (Info& info : subset) {
+      if (info.basePipelineIndex < 0) continue;
+      const auto base = static_cast<uint32_t>(info.basePipelineIndex);
+      info.basePipelineIndex = base < count ? renumbered[base] : -1;
+      if (info.basePipelineIndex < 0 && info.basePipelineHandle == VK_NULL_HANDLE)
+        info.flags &= ~VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+    }
   }
   for (uint32_t i = 0; i < count; ++i) pipelines[i] = VK_NULL_HANDLE;
   std::vector<VkPipeline> created(subset.size(), VK_NULL_HANDLE);
@@ -583,7 +610,9 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
     pending->original.assign(words, words + pCreateInfo->codeSize / 4);
     pending->hash = Hasher().Add(pending->original).Finish();
     std::unique_lock lock(data->pendingModulesMutex);
-    data->pendingModules[*pShaderModule] = std::move(pending);
+    DeviceData::PendingHandle& handle = data->pendingModules[*pShaderModule];
+    if (!handle.module) handle.module = std::move(pending);  // a shared handle: the same code
+    ++handle.references;
   }
   return result;
 }
@@ -595,7 +624,8 @@ VKAPI_ATTR void VKAPI_CALL DestroyShaderModule(VkDevice device, VkShaderModule s
   if (shaderModule != VK_NULL_HANDLE) {
     // Before the driver frees the handle, which it may then hand out again.
     std::unique_lock lock(data->pendingModulesMutex);
-    data->pendingModules.erase(shaderModule);
+    if (auto it = data->pendingModules.find(shaderModule); it != data->pendingModules.end() && --it->second.references == 0)
+      data->pendingModules.erase(it);
   }
   data->dispatch.DestroyShaderModule(device, shaderModule, pAllocator);
 }
@@ -693,6 +723,59 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice device, VkPi
   return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkRayTracingPipelineCreateInfoNV* p, VkPipeline* out) {
     return data->dispatch.CreateRayTracingPipelinesNV(device, cache, n, p, pAllocator, out);
   });
+}
+
+// VK_AMDX_shader_enqueue (RADV has it, beta): stages as in the other pipeline kinds.
+VKAPI_ATTR VkResult VKAPI_CALL CreateExecutionGraphPipelinesAMDX(VkDevice device, VkPipelineCache cache, uint32_t count,
+                                                                 const VkExecutionGraphPipelineCreateInfoAMDX* pCreateInfos,
+                                                                 const VkAllocationCallbacks* pAllocator, VkPipeline* pPipelines) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return VK_ERROR_DEVICE_LOST;
+  if (!data->emulating)
+    return data->dispatch.CreateExecutionGraphPipelinesAMDX(device, cache, count, pCreateInfos, pAllocator, pPipelines);
+  StageRewriter rewriter(*data);
+  std::vector<VkExecutionGraphPipelineCreateInfoAMDX> infos(pCreateInfos, pCreateInfos + count);
+  std::vector<bool> ok(count, true);
+  for (uint32_t i = 0; i < count; ++i) {
+    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
+    ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateExecutionGraphPipelinesAMDX");
+  }
+  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines,
+                           [&](uint32_t n, const VkExecutionGraphPipelineCreateInfoAMDX* p, VkPipeline* out) {
+                             return data->dispatch.CreateExecutionGraphPipelinesAMDX(device, cache, n, p, pAllocator, out);
+                           });
+}
+
+// VK_ARM_data_graph: the module and its specialization are chained into each info.
+VKAPI_ATTR VkResult VKAPI_CALL CreateDataGraphPipelinesARM(VkDevice device, VkDeferredOperationKHR deferred,
+                                                           VkPipelineCache cache, uint32_t count,
+                                                           const VkDataGraphPipelineCreateInfoARM* pCreateInfos,
+                                                           const VkAllocationCallbacks* pAllocator, VkPipeline* pPipelines) {
+  DeviceData* data = GetDeviceData(device);
+  if (!data) return VK_ERROR_DEVICE_LOST;
+  if (!data->emulating)
+    return data->dispatch.CreateDataGraphPipelinesARM(device, deferred, cache, count, pCreateInfos, pAllocator, pPipelines);
+  StageRewriter rewriter(*data);
+  std::vector<VkDataGraphPipelineCreateInfoARM> infos(pCreateInfos, pCreateInfos + count);
+  std::vector<bool> ok(count, true);
+  bool rewritten = false;
+  for (uint32_t i = 0; i < count; ++i) {
+    rewriter.OnlyCached((infos[i].flags & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0);
+    const void* next = rewriter.RewriteDataGraphModuleARM(infos[i].pNext, "vkCreateDataGraphPipelinesARM");
+    ok[i] = next || !infos[i].pNext;
+    if (ok[i]) infos[i].pNext = next;
+    rewritten |= infos[i].pNext != pCreateInfos[i].pNext;
+  }
+  const bool allOk = std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
+  if (allOk && (!rewritten || deferred == VK_NULL_HANDLE))
+    return data->dispatch.CreateDataGraphPipelinesARM(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+  // As for ray tracing: a deferred operation must not outlive the rewritten chains.
+  const VkResult result = CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines,
+                                            [&](uint32_t n, const VkDataGraphPipelineCreateInfoARM* p, VkPipeline* out) {
+                                              return data->dispatch.CreateDataGraphPipelinesARM(device, VK_NULL_HANDLE, cache, n, p,
+                                                                                                pAllocator, out);
+                                            });
+  return result == VK_SUCCESS && deferred != VK_NULL_HANDLE ? VK_OPERATION_NOT_DEFERRED_KHR : result;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice device, const VkPipelineBinaryCreateInfoKHR* pCreateInfo,

@@ -50,6 +50,8 @@ struct DeviceDispatch {
   PFN_vkDestroyShaderModule DestroyShaderModule = nullptr;
   PFN_vkCreateRayTracingPipelinesKHR CreateRayTracingPipelinesKHR = nullptr;
   PFN_vkCreateRayTracingPipelinesNV CreateRayTracingPipelinesNV = nullptr;
+  PFN_vkCreateExecutionGraphPipelinesAMDX CreateExecutionGraphPipelinesAMDX = nullptr;
+  PFN_vkCreateDataGraphPipelinesARM CreateDataGraphPipelinesARM = nullptr;
   PFN_vkGetShaderModuleCreateInfoIdentifierEXT GetShaderModuleCreateInfoIdentifierEXT = nullptr;
   PFN_vkCreatePipelineBinariesKHR CreatePipelineBinariesKHR = nullptr;
   PFN_vkGetPipelineKeyKHR GetPipelineKeyKHR = nullptr;
@@ -134,12 +136,19 @@ struct DeviceData {
   // warned about once per device (bit per feature, shaders.cpp CheckEnabledFeatures).
   mutable std::atomic<uint32_t> warnedFeatures{0};
 
+  // Counted: non-dispatchable handles need not be unique, so a driver may return one
+  // handle for two identical modules, and destroying one must not forget the other
+  // (review 2 finding 17; VVL counts them the same way).
+  struct PendingHandle {
+    std::shared_ptr<const PendingModule> module;
+    uint32_t references = 0;
+  };
   std::shared_mutex pendingModulesMutex;
-  std::unordered_map<VkShaderModule, std::shared_ptr<const PendingModule>> pendingModules;
+  std::unordered_map<VkShaderModule, PendingHandle> pendingModules;
   std::shared_ptr<const PendingModule> FindPendingModule(VkShaderModule module) {
     std::shared_lock lock(pendingModulesMutex);
     auto it = pendingModules.find(module);
-    return it == pendingModules.end() ? nullptr : it->second;
+    return it == pendingModules.end() ? nullptr : it->second.module;
   }
 };
 

@@ -14,10 +14,13 @@
 //                              identifiers and pipeline keys hash the SPIR-V the fake
 //                              receives (which FAKE_DRIVER_RECORD records too), and
 //                              vkCreatePipelineBinariesKHR says VK_PIPELINE_BINARY_MISSING_KHR
-//   FAKE_DRIVER_STAGES=1       list VK_NV_ray_tracing and VK_NV_device_generated_commands;
-//                              vkCreateGraphicsPipelines and vkCreateRayTracingPipelines
-//                              KHR/NV record the SPIR-V chained into every stage (and
-//                              every NV shader group's stage) and create nothing
+//   FAKE_DRIVER_STAGES=1       list VK_NV_ray_tracing, VK_NV_device_generated_commands,
+//                              VK_AMDX_shader_enqueue and VK_ARM_data_graph;
+//                              vkCreateGraphicsPipelines, vkCreateRayTracingPipelines
+//                              KHR/NV, vkCreateExecutionGraphPipelinesAMDX and
+//                              vkCreateDataGraphPipelinesARM record the SPIR-V chained into
+//                              every stage (and every NV shader group's stage), log the
+//                              modules they name (FAKE_DRIVER_LOG) and create nothing
 //                              (VK_ERROR_FEATURE_NOT_PRESENT)
 //   FAKE_DRIVER_NO_PROPERTIES2=1  vkGetPhysicalDeviceProperties2(KHR) are not offered,
 //                              as on a 1.0 instance without the KHR extension
@@ -29,6 +32,8 @@
 //                              none) cannot run on lavapipe and fails to compile
 //                              (VK_ERROR_OUT_OF_DEVICE_MEMORY)
 //   FAKE_DRIVER_VERSION=<n>    report this driverVersion (Mesa's VK_MAKE_VERSION encoding)
+//   FAKE_DRIVER_SHARED_MODULES=1  one handle for modules of identical code while one
+//                              lives (counted; Vulkan allows non-unique handles)
 //   FAKE_DRIVER_LOG=<file>     append a line per vkCreateDevice with the subgroup and
 //                              small-type features its create info enables, and per
 //                              compute pipeline with its required subgroup size and flags
@@ -65,6 +70,8 @@ std::vector<const char*> FakeExtensions() {
   if (Env("FAKE_DRIVER_STAGES")) {
     names.push_back(VK_NV_RAY_TRACING_EXTENSION_NAME);
     names.push_back(VK_NV_DEVICE_GENERATED_COMMANDS_EXTENSION_NAME);
+    names.push_back(VK_AMDX_SHADER_ENQUEUE_EXTENSION_NAME);
+    names.push_back(VK_ARM_DATA_GRAPH_EXTENSION_NAME);
   }
   return names;
 }
@@ -72,7 +79,8 @@ std::vector<const char*> FakeExtensions() {
 bool IsFakeExtension(const char* name) {
   for (const char* fake : {VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME,
                            VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME, VK_NV_RAY_TRACING_EXTENSION_NAME,
-                           VK_NV_DEVICE_GENERATED_COMMANDS_EXTENSION_NAME})
+                           VK_NV_DEVICE_GENERATED_COMMANDS_EXTENSION_NAME, VK_AMDX_SHADER_ENQUEUE_EXTENSION_NAME,
+                           VK_ARM_DATA_GRAPH_EXTENSION_NAME})
     if (std::strcmp(name, fake) == 0) return true;
   return false;
 }
@@ -347,6 +355,23 @@ std::vector<uint8_t> Identify(const uint32_t* code, size_t codeSize) {
 
 std::unordered_map<uint64_t, std::vector<uint8_t>> gModuleIds;  // module handle -> identifier of its code
 
+struct SharedModule {
+  std::vector<uint8_t> code;  // its identifier
+  uint32_t references = 0;
+};
+std::unordered_map<uint64_t, SharedModule> gSharedModules;  // FAKE_DRIVER_SHARED_MODULES
+
+// The driver's module goes when the last of its creations is destroyed.
+VKAPI_ATTR void VKAPI_CALL DestroySharedModule(VkDevice device, VkShaderModule module, const VkAllocationCallbacks* alloc) {
+  {
+    std::lock_guard lock(gMutex);
+    auto it = gSharedModules.find(reinterpret_cast<uint64_t>(module));
+    if (it != gSharedModules.end() && --it->second.references > 0) return;
+    if (it != gSharedModules.end()) gSharedModules.erase(it);
+  }
+  reinterpret_cast<PFN_vkDestroyShaderModule>(FakeDeviceFunction("vkDestroyShaderModule"))(device, module, alloc);
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShaderModuleCreateInfo* info,
                                                   const VkAllocationCallbacks* alloc, VkShaderModule* out) {
   Next n;
@@ -356,12 +381,27 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
   }
   Record(info->pCode, info->codeSize);
   if (VkResult fault = FakeFault("CreateShaderModule"); fault != VK_SUCCESS) return fault;
+  const std::vector<uint8_t> code = Identify(info->pCode, info->codeSize);
+  if (Env("FAKE_DRIVER_SHARED_MODULES")) {
+    std::lock_guard lock(gMutex);
+    for (auto& [handle, shared] : gSharedModules) {
+      if (shared.code == code) {
+        ++shared.references;
+        *out = reinterpret_cast<VkShaderModule>(handle);
+        return VK_SUCCESS;
+      }
+    }
+  }
   auto next = reinterpret_cast<PFN_vkCreateShaderModule>(n.gdpa(device, "vkCreateShaderModule"));
   const VkResult r = next(device, info, alloc, out);
+  if (r == VK_SUCCESS && Env("FAKE_DRIVER_SHARED_MODULES")) {
+    std::lock_guard lock(gMutex);
+    gSharedModules[reinterpret_cast<uint64_t>(*out)] = {code, 1};
+  }
   if (r == VK_SUCCESS) {
     FakeCountObject(1);
     std::lock_guard lock(gMutex);
-    gModuleIds[reinterpret_cast<uint64_t>(*out)] = Identify(info->pCode, info->codeSize);
+    gModuleIds[reinterpret_cast<uint64_t>(*out)] = code;
   }
   return r;
 }
@@ -490,6 +530,34 @@ VKAPI_ATTR VkResult VKAPI_CALL RecordRayTracingPipelinesNV(VkDevice, VkPipelineC
   return NoPipelines(count, pipelines);
 }
 
+// FAKE_DRIVER_LOG: which module a pipeline kind that names modules was given.
+void LogModule(const char* kind, VkShaderModule module) {
+  char line[96];
+  std::snprintf(line, sizeof(line), "%s module=0x%llx", kind,
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(module)));
+  Log(line);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL RecordExecutionGraphPipelinesAMDX(VkDevice, VkPipelineCache, uint32_t count,
+                                                                 const VkExecutionGraphPipelineCreateInfoAMDX* infos,
+                                                                 const VkAllocationCallbacks*, VkPipeline* pipelines) {
+  for (uint32_t i = 0; i < count; ++i) {
+    RecordStages(infos[i].pStages, infos[i].stageCount);
+    for (uint32_t k = 0; k < infos[i].stageCount; ++k) LogModule("execution graph", infos[i].pStages[k].module);
+  }
+  return NoPipelines(count, pipelines);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL RecordDataGraphPipelinesARM(VkDevice, VkDeferredOperationKHR, VkPipelineCache, uint32_t count,
+                                                           const VkDataGraphPipelineCreateInfoARM* infos,
+                                                           const VkAllocationCallbacks*, VkPipeline* pipelines) {
+  for (uint32_t i = 0; i < count; ++i)
+    for (auto* s = static_cast<const VkBaseInStructure*>(infos[i].pNext); s; s = s->pNext)
+      if (s->sType == VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SHADER_MODULE_CREATE_INFO_ARM)
+        LogModule("data graph", reinterpret_cast<const VkDataGraphPipelineShaderModuleCreateInfoARM*>(s)->module);
+  return NoPipelines(count, pipelines);
+}
+
 // FAKE_DRIVER_SUBGROUP_SIZES / FAKE_DRIVER_LOG: the required size of every compute
 // pipeline; sizes lavapipe cannot run are refused.
 VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelinesSized(VkDevice device, VkPipelineCache cache, uint32_t count,
@@ -520,12 +588,16 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, cons
         {"vkCreateGraphicsPipelines", reinterpret_cast<PFN_vkVoidFunction>(&RecordGraphicsPipelines)},
         {"vkCreateRayTracingPipelinesKHR", reinterpret_cast<PFN_vkVoidFunction>(&RecordRayTracingPipelinesKHR)},
         {"vkCreateRayTracingPipelinesNV", reinterpret_cast<PFN_vkVoidFunction>(&RecordRayTracingPipelinesNV)},
+        {"vkCreateExecutionGraphPipelinesAMDX", reinterpret_cast<PFN_vkVoidFunction>(&RecordExecutionGraphPipelinesAMDX)},
+        {"vkCreateDataGraphPipelinesARM", reinterpret_cast<PFN_vkVoidFunction>(&RecordDataGraphPipelinesARM)},
     };
     for (auto& e : recorded)
       if (std::strcmp(e.name, name) == 0) return e.fn;
   }
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
   if (std::strcmp(name, "vkCreateShaderModule") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule);
+  if (Env("FAKE_DRIVER_SHARED_MODULES") && std::strcmp(name, "vkDestroyShaderModule") == 0)
+    return reinterpret_cast<PFN_vkVoidFunction>(&DestroySharedModule);
   if (Env("FAKE_DRIVER_BINARIES")) {
     struct { const char* name; PFN_vkVoidFunction fn; } emulated[] = {
         {"vkGetShaderModuleIdentifierEXT", reinterpret_cast<PFN_vkVoidFunction>(&GetShaderModuleIdentifierEXT)},

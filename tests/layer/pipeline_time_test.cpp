@@ -478,3 +478,100 @@ TEST_CASE("shader_cache_max_size takes Mesa's sizes and refuses others", "[layer
     CHECK(CountMessages(instance, std::string("invalid value '") + bad + "' for setting 'shader_cache_max_size'") == 1);
   }
 }
+
+// Review 2 finding 17: non-dispatchable handles need not be unique. A driver that
+// returns one handle for two identical modules made the layer forget the pending
+// module when the first was destroyed: the other's pipelines got the module-time
+// stand-in, lowered for the default specialization.
+TEST_CASE("a handle the driver shares between identical modules stays pending until the last is destroyed",
+          "[layer][specialization]") {
+  ScopedEnv path = FakeDriverOnPath();
+  ScopedEnv shared("FAKE_DRIVER_SHARED_MODULES", "1");
+  InstanceOptions options = DebugLogging(false);
+  options.layersBelow = {kFakeDriverLayer};
+  Instance instance(options);
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule first = CreateModule(device, SpecTiles("spirv1.6"));
+  VkShaderModule second = CreateModule(device, SpecTiles("spirv1.6"));
+  REQUIRE(first == second);  // the fake driver's doing
+  vkDestroyShaderModule(device.handle(), first, nullptr);
+  {
+    SpecTilesPipelines pipelines(device);
+    CHECK(pipelines.Create(second, 16, 16, 16) == VK_SUCCESS);
+  }
+  CHECK(CountMessages(instance, kLowered) == 1);
+  vkDestroyShaderModule(device.handle(), second, nullptr);
+  CHECK(instance.problems().empty());
+}
+
+// Review 2 finding 16: pipeline kinds the layer did not intercept got a pending
+// module's module-time stand-in (lowered for the default specialization). Execution
+// graphs (VK_AMDX_shader_enqueue, which RADV has) and data graphs (VK_ARM_data_graph)
+// now get the code lowered for their own specialization. The fake driver lists both,
+// creates nothing and logs the module each was given.
+TEST_CASE("execution-graph and data-graph pipelines get the code lowered for their specialization",
+          "[layer][specialization]") {
+  ScopedEnv path = FakeDriverOnPath();
+  ScopedEnv stages("FAKE_DRIVER_STAGES", "1");
+  const std::string log = TempPath("graph-pipelines.log");
+  std::filesystem::remove(log);
+  ScopedEnv logging("FAKE_DRIVER_LOG", log);
+  InstanceOptions options = DebugLogging(false);
+  options.layersBelow = {kFakeDriverLayer};
+  Instance instance(options);
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true,
+                                        .extraExtensions = {VK_AMDX_SHADER_ENQUEUE_EXTENSION_NAME, VK_ARM_DATA_GRAPH_EXTENSION_NAME}});
+  REQUIRE(device.ok());
+  const VkDevice d = device.handle();
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  const uint32_t values[] = {16, 16, 16, 16, 8};
+  const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
+  const VkSpecializationInfo spec{5, entries, sizeof(values), values};
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  char original[32];
+  std::snprintf(original, sizeof(original), "module=0x%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(module)));
+  auto given = [&](const char* kind) {
+    std::ifstream file(log);
+    std::string line, last;
+    while (std::getline(file, line))
+      if (line.rfind(kind, 0) == 0) last = line;
+    return last;
+  };
+  SECTION("vkCreateExecutionGraphPipelinesAMDX") {
+    auto create = reinterpret_cast<PFN_vkCreateExecutionGraphPipelinesAMDX>(vkGetDeviceProcAddr(d, "vkCreateExecutionGraphPipelinesAMDX"));
+    REQUIRE(create);
+    VkPipelineShaderStageCreateInfo stage{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    stage.module = module;
+    stage.pName = "main";
+    stage.pSpecializationInfo = &spec;
+    VkExecutionGraphPipelineCreateInfoAMDX info{VK_STRUCTURE_TYPE_EXECUTION_GRAPH_PIPELINE_CREATE_INFO_AMDX};
+    info.stageCount = 1;
+    info.pStages = &stage;
+    info.basePipelineIndex = -1;
+    CHECK(create(d, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+    CHECK(stage.module == module);  // the app's structures are not written
+    const std::string line = given("execution graph");
+    REQUIRE(!line.empty());
+    CHECK(line.find(original) == std::string::npos);  // a module lowered for this specialization
+  }
+  SECTION("vkCreateDataGraphPipelinesARM") {
+    auto create = reinterpret_cast<PFN_vkCreateDataGraphPipelinesARM>(vkGetDeviceProcAddr(d, "vkCreateDataGraphPipelinesARM"));
+    REQUIRE(create);
+    VkDataGraphPipelineShaderModuleCreateInfoARM moduleInfo{VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SHADER_MODULE_CREATE_INFO_ARM};
+    moduleInfo.module = module;
+    moduleInfo.pName = "main";
+    moduleInfo.pSpecializationInfo = &spec;
+    VkDataGraphPipelineCreateInfoARM info{VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_CREATE_INFO_ARM, &moduleInfo};
+    CHECK(create(d, VK_NULL_HANDLE, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+    CHECK(moduleInfo.module == module);
+    const std::string line = given("data graph");
+    REQUIRE(!line.empty());
+    CHECK(line.find(original) == std::string::npos);
+  }
+  CHECK(pipeline == VK_NULL_HANDLE);
+  CHECK(CountMessages(instance, kLowered) == 1);
+  vkDestroyShaderModule(d, module, nullptr);
+  std::filesystem::remove(log);
+}
