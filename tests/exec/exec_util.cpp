@@ -143,8 +143,12 @@ std::string Compare(const Matrix& got, const Matrix& want) {
 
 // ---------------------------------------------------------------------------
 Env::Env(const EnvOptions& options) {
+  // The native lane (COOPMAT_EXEC_NATIVE=1, tests/exec/native_lane.sh): the same cases
+  // against a driver's own implementation of the extension, without the layer.
+  const char* nativeLane = std::getenv("COOPMAT_EXEC_NATIVE");
+  native_ = options.layer && nativeLane && std::string(nativeLane) == "1";
   cmtest::InstanceOptions io;
-  io.withLayer = options.layer;
+  io.withLayer = throughLayer_ = options.layer && !native_;
   io.validation = options.validation;
   // Report every occurrence: a test runs many shaders on one instance, and the
   // default limit (10 per message id) would hide findings in later shaders.
@@ -156,9 +160,9 @@ Env::Env(const EnvOptions& options) {
   // found lavapipe's layouts, else a slow or failed probe would quietly make it a second
   // portable run (test audit §0.9). Its info lines say what it found.
   const char* lowering = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING");
-  expectRegisters_ = options.layer && !(lowering && std::string(lowering) == "portable");
+  expectRegisters_ = io.withLayer && !(lowering && std::string(lowering) == "portable");
   static const char* kInfo = "info";
-  if (expectRegisters_)
+  if (io.withLayer)
     io.settings.push_back({"VK_LAYER_coopmat_maintenance1", "log_level", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &kInfo});
   instance_ = std::make_unique<cmtest::Instance>(io);
   cmtest::DeviceOptions dopt;
@@ -174,8 +178,10 @@ Env::Env(const EnvOptions& options) {
     subgroupSize_ = subgroup.subgroupSize;
   }
   if (options.flex && device_->ok() && !device_->nvCoopmat2()) flexMissing_ = true;
-  for (const cmtest::Message& m : instance_->messages())
+  for (const cmtest::Message& m : instance_->messages()) {
     probedLayouts_ += m.text.rfind("layout: ", 0) == 0 && m.text.find("# probed") != std::string::npos;
+    layerServes_ |= m.text == "emulating VK_EXT_cooperative_matrix_maintenance1 on this device";
+  }
 }
 
 std::string Env::Problem() const {
@@ -183,6 +189,9 @@ std::string Env::Problem() const {
   if (!device_->ok()) return "vkCreateDevice -> " + std::to_string(device_->createResult());
   if (flexMissing_) return "VK_NV_cooperative_matrix2 (flexible dimensions) not available";
   if (subgroupSize_ != 8) return "subgroup size " + std::to_string(subgroupSize_) + ", the tests need 8";
+  // Through the layer means the layer: not the driver's own extension (force_enable).
+  if (throughLayer_ && !layerServes_)
+    return "the layer does not serve VK_EXT_cooperative_matrix_maintenance1 on this device";
   if (expectRegisters_ && probedLayouts_ == 0)
     return "the layer's probe found no register layout on this device: the register half would run the portable path";
   return "";

@@ -85,6 +85,9 @@ class Env {
   uint32_t subgroupSize_ = 0;
   bool flexMissing_ = false;
   bool expectRegisters_ = false;  // through the layer with lowering=auto
+  bool native_ = false;           // the native lane: the driver's own extension, no layer
+  bool throughLayer_ = false;
+  bool layerServes_ = false;      // the layer's "emulating ..." line for this device
   size_t probedLayouts_ = 0;      // the layer's "layout: ...  # probed" lines for this device
 };
 

@@ -143,7 +143,7 @@ TEST_CASE("specialization-constant tiles through inline stage code and shader ob
       }
 }
 
-TEST_CASE("a specialization whose tile sizes do not match is refused at pipeline creation", "[exec][specialization]") {
+TEST_CASE("a specialization whose tile sizes do not match is refused at pipeline creation", "[exec][specialization][layer-only]") {
   EXEC_ENV(env, .flex = true);
   for (const std::string& targetEnv : TargetEnvs()) {
     // TN = 8, TK = 16: P (TM x TN) cannot become an A matrix of TM x TK.

@@ -325,6 +325,7 @@ TEST_CASE("Properties2 answers every input class from the KHR list", "[layer][pr
 
 TEST_CASE("on a driver with the extension natively the layer steps aside", "[layer][native]") {
   ScopedEnv path = FakeDriverOnPath();
+  ScopedEnv notForced("VK_COOPMAT_MAINTENANCE1_FORCE_ENABLE", "false");  // the suite's environment forces it
   ScopedEnv native("FAKE_DRIVER_NATIVE_EXT", "1");
   Instance instance(InstanceOptions{.layersBelow = {kFakeDriverLayer}});
   REQUIRE(instance.ok());
