@@ -134,7 +134,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
       if (std::string why = check(entry->words); !why.empty()) {
         if (rejected) *rejected = why;
         std::error_code ec;
-        std::filesystem::remove(directory_ / (key.Hex() + ".spv"), ec);
+        std::filesystem::remove(EntryPath(key), ec);
         entry = nullptr;
       }
     }
@@ -191,7 +191,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, Ca
 
 std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key) const {
   if (directory_.empty()) return nullptr;
-  const std::optional<std::string> bytes = ReadCacheFile(directory_ / (key.Hex() + ".spv"), sizeof(Header) + (64u << 22));
+  const std::optional<std::string> bytes = ReadCacheFile(EntryPath(key), sizeof(Header) + (64u << 22));
   if (!bytes || bytes->size() < sizeof(Header)) return nullptr;
   Header header{};
   std::memcpy(&header, bytes->data(), sizeof(header));
@@ -215,7 +215,7 @@ void LoweringCache::WriteDisk(const Hash128& key, const CachedLowering& entry) c
   std::string bytes(sizeof(header) + entry.words.size() * 4, '\0');
   std::memcpy(bytes.data(), &header, sizeof(header));
   std::memcpy(bytes.data() + sizeof(header), entry.words.data(), entry.words.size() * 4);
-  WriteCacheFileAtomically(directory_ / (key.Hex() + ".spv"), bytes);
+  WriteCacheFileAtomically(EntryPath(key), bytes);
 }
 
 }  // namespace coopmat::layer

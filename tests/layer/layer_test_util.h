@@ -7,9 +7,12 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch_test_macros.hpp>
@@ -67,6 +70,49 @@ inline bool AnyMessageContains(const Instance& instance, const std::string& need
     if (m.text.find(needle) != std::string::npos) return true;
   }
   return false;
+}
+
+inline size_t CountMessages(const Instance& instance, const std::string& needle) {
+  size_t count = 0;
+  for (const Message& m : instance.messages()) count += m.text.find(needle) != std::string::npos;
+  return count;
+}
+
+// A string-valued setting of our layer for InstanceOptions::settings. The value is
+// kept for the rest of the process (the layer reads it in vkCreateInstance).
+inline VkLayerSettingEXT StringSetting(const char* key, const std::string& value) {
+  static std::deque<std::string> values;
+  static std::deque<const char*> pointers;
+  pointers.push_back(values.emplace_back(value).c_str());
+  return {cmtest::kLayerName, key, VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &pointers.back()};
+}
+
+// Options for a test of the layer's own paths: force_enable, so that the layer keeps
+// serving the device (and the test keeps testing it) should lavapipe ever list the
+// extension itself.
+inline cmtest::InstanceOptions ThroughTheLayer(std::vector<VkLayerSettingEXT> more = {}) {
+  cmtest::InstanceOptions options;
+  options.settings = std::move(more);
+  options.settings.push_back(StringSetting("force_enable", "true"));
+  return options;
+}
+
+// The one file under `dir` whose name ends with `ending`.
+inline std::filesystem::path DumpedFile(const std::string& dir, const std::string& ending) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() >= ending.size() && name.compare(name.size() - ending.size(), ending.size(), ending) == 0)
+      found.push_back(entry.path());
+  }
+  INFO("files ending with " << ending << " in " << dir);
+  REQUIRE(found.size() == 1);
+  return found[0];
+}
+
+inline std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 struct RecordedModule {

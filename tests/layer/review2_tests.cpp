@@ -4,11 +4,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -40,12 +37,6 @@ VkResult CreateModule(VkDevice device, const void* code, size_t codeSize, VkShad
   info.codeSize = codeSize;
   info.pCode = static_cast<const uint32_t*>(code);
   return vkCreateShaderModule(device, &info, nullptr, module);
-}
-
-size_t CountMessages(const Instance& instance, const std::string& needle) {
-  const std::vector<Message> messages = instance.messages();
-  return static_cast<size_t>(std::count_if(messages.begin(), messages.end(),
-                                           [&](const Message& m) { return m.text.find(needle) != std::string::npos; }));
 }
 
 }  // namespace
@@ -176,28 +167,12 @@ std::vector<uint32_t> WithFragmentEntry(std::vector<uint32_t> words) {
 }
 
 InstanceOptions DumpingTo(const std::string& dir) {
-  static std::string path;
-  static const char* value = nullptr;
-  path = dir;
-  value = path.c_str();
   InstanceOptions options;
-  options.settings = {{kLayerName, "dump_dir", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &value}};
+  options.settings = {StringSetting("dump_dir", dir)};
   return options;
 }
 
 std::vector<uint32_t> ReadWords(const std::filesystem::path& path) { return ReadSpirv(path.string()); }
-
-// The one file under `dir` whose name ends with `ending`.
-std::filesystem::path DumpedFile(const std::string& dir, const std::string& ending) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() >= ending.size() && name.compare(name.size() - ending.size(), ending.size(), ending) == 0)
-      found.push_back(entry.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found[0];
-}
 
 std::string ErrorMessages(const Instance& instance) {
   std::string all;
@@ -299,8 +274,7 @@ TEST_CASE("refusals at pipeline time name the instruction and dump the input and
   const std::filesystem::path dumped = DumpedFile(dir, ".original.spv");
   CHECK_THAT(errors, ContainsSubstring("input written to " + dumped.string()));
   CHECK(ReadWords(dumped) == words);
-  std::ifstream specFile(DumpedFile(dir, ".specialization.txt"));
-  const std::string specText((std::istreambuf_iterator<char>(specFile)), std::istreambuf_iterator<char>());
+  const std::string specText = ReadText(DumpedFile(dir, ".specialization.txt"));
   CHECK(specText == "--specialize 0=16\n--specialize 3=8\n--specialize 4=8\n--specialize 5=16\n--specialize 6=8\n");
   vkDestroyPipelineLayout(device.handle(), layout, nullptr);
   vkDestroyDescriptorSetLayout(device.handle(), setLayout, nullptr);
