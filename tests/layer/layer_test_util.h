@@ -3,9 +3,11 @@
 // (tests/layer/fake_driver_layer.cpp) and what it records.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -87,6 +89,46 @@ inline VkLayerSettingEXT StringSetting(const char* key, const std::string& value
   return {cmtest::kLayerName, key, VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &pointers.back()};
 }
 
+inline std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("coopmat-test-" + std::to_string(getpid()) + "-" + name)).string();
+}
+
+inline std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// What this process writes to stderr (file descriptor 2) while it lives: the
+// layer's "coopmat-maintenance1: <level>: ..." lines.
+class StderrCapture {
+ public:
+  StderrCapture() : path_(TempPath("stderr-" + std::to_string(reinterpret_cast<uintptr_t>(this)))) {
+    std::fflush(stderr);
+    saved_ = dup(2);
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE((saved_ >= 0 && fd >= 0));
+    dup2(fd, 2);
+    close(fd);
+  }
+  ~StderrCapture() {
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    std::filesystem::remove(path_);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  std::string Text() const {
+    std::fflush(stderr);
+    return ReadText(path_);
+  }
+
+ private:
+  std::string path_;
+  int saved_ = -1;
+};
+
 // Options for a test of the layer's own paths: force_enable, so that the layer keeps
 // serving the device (and the test keeps testing it) should lavapipe ever list the
 // extension itself.
@@ -110,10 +152,6 @@ inline std::filesystem::path DumpedFile(const std::string& dir, const std::strin
   return found[0];
 }
 
-inline std::string ReadText(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 struct RecordedModule {
   uint64_t address;
@@ -143,10 +181,6 @@ inline bool DeclaresCapability(const std::vector<uint32_t>& words, uint32_t capa
     pos += count;
   }
   return false;
-}
-
-inline std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("coopmat-test-" + std::to_string(getpid()) + "-" + name)).string();
 }
 
 }  // namespace layertest
