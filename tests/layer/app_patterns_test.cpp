@@ -151,9 +151,8 @@ TEST_CASE("pipelines through a VkPipelineCache are lowered and run; its data ser
 }
 
 // Per-device state (lowering options, caches, pending modules) is the device's own.
-// The loader of the test environment sees one physical device (VK_DRIVER_FILES
-// names lavapipe alone; the AMD and NVK lanes' drivers need a drm-shim preloaded
-// into the process), so both devices are lavapipe's.
+// The loader of the test environment sees lavapipe alone, so both devices are
+// lavapipe's; the hidden case at the end of this file has two physical devices.
 TEST_CASE("two devices lower and run pipelines in turn; destroying one leaves the other working", "[layer][devices]") {
   Instance instance(ThroughTheLayer());
   auto first = std::make_unique<Device>(instance, DeviceOptions{.enableNvCoopmat2 = true});
