@@ -145,7 +145,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
       if (std::string why = check(entry->words); !why.empty()) {
         if (rejected) *rejected = why;
         std::error_code ec;
-        std::filesystem::remove(directory_ / (key.Hex() + ".spv"), ec);
+        std::filesystem::remove(EntryPath(key), ec);
         entry = nullptr;
       }
     }
@@ -234,7 +234,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, Ca
 
 std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key) const {
   if (directory_.empty()) return nullptr;
-  const std::filesystem::path path = directory_ / (key.Hex() + ".spv");
+  const std::filesystem::path path = EntryPath(key);
   const std::optional<std::string> bytes = ReadCacheFile(path, sizeof(Header) + (64u << 22));
   if (!bytes || bytes->size() < sizeof(Header)) return nullptr;
   Header header{};
@@ -261,7 +261,7 @@ void LoweringCache::WriteDisk(const Hash128& key, const CachedLowering& entry) {
   if (bytes.size() > limits_.diskBytes) return;  // it would evict everything, itself included
   std::memcpy(bytes.data(), &header, sizeof(header));
   std::memcpy(bytes.data() + sizeof(header), entry.words.data(), entry.words.size() * 4);
-  if (!WriteCacheFileAtomically(directory_ / (key.Hex() + ".spv"), bytes)) {
+  if (!WriteCacheFileAtomically(EntryPath(key), bytes)) {
     // Read-only, full, or not a folder: the app still works, lowering once per process.
     const std::string error = std::strerror(errno);
     if (warn_)

@@ -84,6 +84,8 @@ class LoweringCache {
   std::shared_ptr<const CachedLowering> Peek(const Hash128& key, CacheSource& source, const DiskCheck& check = nullptr);
 
   const std::filesystem::path& directory() const { return directory_; }
+  // The disk file of key's entry (whether or not it exists).
+  std::filesystem::path EntryPath(const Hash128& key) const { return directory_ / (key.Hex() + ".spv"); }
 
   // What an entry counts against CacheLimits::memoryBytes.
   static size_t MemoryCharge(const CachedLowering& entry);

@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,20 +31,6 @@
 
 namespace coopmat::layer {
 namespace {
-
-// A refused pipeline-time lowering depends on the stage's specialization too: it goes
-// next to the dumped original as coopmat-lower arguments, one per line.
-void DumpSpecialization(const DeviceData& device, const std::string& originalPath, const Specialization& specialization) {
-  if (originalPath.empty()) return;
-  const std::string path = originalPath.substr(0, originalPath.size() - std::string(".original.spv").size()) + ".specialization.txt";
-  std::ofstream out(path, std::ios::trunc);
-  for (const auto& [id, bytes] : specialization.values) {
-    uint64_t value = 0;
-    std::memcpy(&value, bytes.data(), std::min<size_t>(bytes.size(), 8));
-    out << "--specialize " << id << "=" << value << "\n";
-  }
-  if (!out) Log(device.instance, LogLevel::Warning, "dump_dir: cannot write " + path);
-}
 
 std::string DumpNote(const std::string& path) { return path.empty() ? "" : " (input written to " + path + ")"; }
 
@@ -120,22 +105,22 @@ Scanned Scan(const DeviceData& device, const void* code, size_t codeSize, const 
   return scanned;
 }
 
-// Lowers with `options`, validating when the setting asks; logs and dumps failures.
+// Lowers with `options`, validating when the setting asks; logs and dumps failures
+// (under `variant`: see DumpLowering).
 LowerResult LowerChecked(const DeviceData& device, std::span<const uint32_t> words, const LowerOptions& options,
-                         const std::string& where) {
+                         const std::string& where, const std::string& variant = "") {
   const InstanceData* instance = device.instance;
+  const Specialization* specialization = options.specialization ? &*options.specialization : nullptr;
   LowerResult lowered = LowerModule(words, options);
   if (!lowered.ok) {
-    const std::string dumped = DumpLowering(device, words, &lowered, where.c_str());
-    if (options.specialization) DumpSpecialization(device, dumped, *options.specialization);
+    const std::string dumped = DumpLowering(device, words, &lowered, where.c_str(), variant, specialization);
     Log(instance, LogLevel::Error, where + ": cannot lower the maintenance1 module: " + lowered.error + DumpNote(dumped));
     return lowered;
   }
   if (instance->settings.validate) {
     const std::string problem = ValidateModule(lowered.words, static_cast<int>(device.vulkanMinor));
     if (!problem.empty()) {
-      const std::string dumped = DumpLowering(device, words, &lowered, where.c_str());
-      if (options.specialization) DumpSpecialization(device, dumped, *options.specialization);
+      const std::string dumped = DumpLowering(device, words, &lowered, where.c_str(), variant, specialization);
       Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem + DumpNote(dumped));
       lowered.ok = false;
       lowered.error = "the rewritten module does not validate: " + problem;
@@ -267,6 +252,7 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
   for (const auto& [id, bytes] : specialization.values) hasher.Add(id).Add(std::span(bytes));
   hasher.Add(std::span(sizes));
   const Hash128 key = hasher.Finish();
+  const std::string variant = ".pipeline-" + key.Hex().substr(0, 8);
   CacheSource source = CacheSource::Lowered;
   double microseconds = 0;
   std::string rejected;
@@ -296,8 +282,8 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
           LowerOptions options = device.lowerOptions;
           options.specialization = specialization;
           options.subgroupSizes = sizes;
-          LowerResult lowered = LowerChecked(device, original, options, where);
-          if (lowered.ok) DumpLowering(device, original, &lowered, where, ".pipeline-" + key.Hex().substr(0, 8));
+          LowerResult lowered = LowerChecked(device, original, options, where, variant);
+          if (lowered.ok) DumpLowering(device, original, &lowered, where, variant, &specialization);
           CachedLowering entry;
           entry.ok = lowered.ok;
           entry.error = lowered.error;
@@ -312,12 +298,21 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
   if (!rejected.empty())
     Log(device.instance, LogLevel::Warning,
         std::string(where) + ": a disk cache entry was not used (" + rejected + "); lowered again");
+  // A user debugging a cached lowering finds it in dump_dir too (review finding 20).
+  const std::string dumped =
+      source == CacheSource::Lowered
+          ? ""
+          : DumpCachedLowering(device, original, *out.code, where, variant, specialization,
+                               source == CacheSource::Memory ? "the memory cache"
+                                                             : "the disk cache entry " + device.loweringCache->EntryPath(key).string());
+  const std::string dumpNote = dumped.empty() ? "" : " (dump: " + dumped + ")";
   device.stageLowerings[static_cast<int>(source)].fetch_add(1, std::memory_order_relaxed);
   device.stageLoweringMicroseconds.fetch_add(static_cast<uint64_t>(microseconds), std::memory_order_relaxed);
   if (!out.code->ok) {
     // The lowering logged the reason the first time; a cached failure says it again.
     if (source != CacheSource::Lowered)
-      Log(device.instance, LogLevel::Error, std::string(where) + ": cannot lower the maintenance1 module: " + out.code->error);
+      Log(device.instance, LogLevel::Error,
+          std::string(where) + ": cannot lower the maintenance1 module: " + out.code->error + dumpNote);
     out.result = VK_ERROR_UNKNOWN;
     return out;
   }
@@ -328,7 +323,7 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
           " specialization constants, subgroup size " + sizeList + "): " + std::to_string(out.code->opsLowered) +
           " operations, " + std::to_string(out.code->opsInRegisters) + " in registers, " +
           (source == CacheSource::Lowered ? "lowered in " + std::to_string(static_cast<long long>(microseconds)) + " us"
-                                          : std::string("from the ") + ToString(source)));
+                                          : std::string("from the ") + ToString(source) + dumpNote));
   return out;
 }
 

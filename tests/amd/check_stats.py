@@ -7,7 +7,8 @@ the probe reads nothing there.
 
   check_stats.py cases   --gpu G --opbench PATH --bounds FILE --expected-failures FILE
   check_stats.py modules --gpu G --opbench PATH --modules DIR
-  check_stats.py run     --gpu G -- COMMAND...   (any command on the shimmed device)
+  check_stats.py run     --gpu G [--also-icd ICD] -- COMMAND...   (any command on the shimmed
+                         device; --also-icd lists a second driver, e.g. lvp_icd.json)
 
 cases: runs `opbench --stats` (every opbench case and way at wave32, wave64 and the
 driver's pick), requires every pipeline to be created, and applies the bounds
@@ -207,7 +208,14 @@ def check_modules(args):
 def run_command(args):
     command = args.command
     with tempfile.TemporaryDirectory(prefix="coopmat-amd-") as cache:
-        return subprocess.run(command, env=shim_environment(args.gpu, cache)).returncode
+        env = shim_environment(args.gpu, cache)
+        if args.also_icd:
+            icd = os.path.join(ICD_DIR, args.also_icd)
+            if not os.path.exists(icd):
+                print(f"{'FAIL' if os.environ.get('CI') == 'true' else 'skipped'}: no {icd}")
+                return 1 if os.environ.get("CI") == "true" else SKIP
+            env["VK_DRIVER_FILES"] += ":" + icd
+        return subprocess.run(command, env=env).returncode
 
 
 def main():
@@ -218,6 +226,7 @@ def main():
     parser.add_argument("--bounds")
     parser.add_argument("--expected-failures")
     parser.add_argument("--modules")
+    parser.add_argument("--also-icd", help="run: a second driver's ICD file (in the ICD folder) beside the shimmed one")
     parser.add_argument("--list-failing", action="store_true",
                         help="also print every rule not met in expected_failures.txt's format")
     argv = sys.argv[1:]

@@ -3,13 +3,18 @@
 // (tests/layer/fake_driver_layer.cpp) and what it records.
 #pragma once
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch_test_macros.hpp>
@@ -69,6 +74,85 @@ inline bool AnyMessageContains(const Instance& instance, const std::string& need
   return false;
 }
 
+inline size_t CountMessages(const Instance& instance, const std::string& needle) {
+  size_t count = 0;
+  for (const Message& m : instance.messages()) count += m.text.find(needle) != std::string::npos;
+  return count;
+}
+
+// A string-valued setting of our layer for InstanceOptions::settings. The value is
+// kept for the rest of the process (the layer reads it in vkCreateInstance).
+inline VkLayerSettingEXT StringSetting(const char* key, const std::string& value) {
+  static std::deque<std::string> values;
+  static std::deque<const char*> pointers;
+  pointers.push_back(values.emplace_back(value).c_str());
+  return {cmtest::kLayerName, key, VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &pointers.back()};
+}
+
+inline std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("coopmat-test-" + std::to_string(getpid()) + "-" + name)).string();
+}
+
+inline std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// What this process writes to stderr (file descriptor 2) while it lives: the
+// layer's "coopmat-maintenance1: <level>: ..." lines.
+class StderrCapture {
+ public:
+  StderrCapture() : path_(TempPath("stderr-" + std::to_string(reinterpret_cast<uintptr_t>(this)))) {
+    std::fflush(stderr);
+    saved_ = dup(2);
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE((saved_ >= 0 && fd >= 0));
+    dup2(fd, 2);
+    close(fd);
+  }
+  ~StderrCapture() {
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    std::filesystem::remove(path_);
+  }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  std::string Text() const {
+    std::fflush(stderr);
+    return ReadText(path_);
+  }
+
+ private:
+  std::string path_;
+  int saved_ = -1;
+};
+
+// Options for a test of the layer's own paths: force_enable, so that the layer keeps
+// serving the device (and the test keeps testing it) should lavapipe ever list the
+// extension itself.
+inline cmtest::InstanceOptions ThroughTheLayer(std::vector<VkLayerSettingEXT> more = {}) {
+  cmtest::InstanceOptions options;
+  options.settings = std::move(more);
+  options.settings.push_back(StringSetting("force_enable", "true"));
+  return options;
+}
+
+// The one file under `dir` whose name ends with `ending`.
+inline std::filesystem::path DumpedFile(const std::string& dir, const std::string& ending) {
+  std::vector<std::filesystem::path> found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() >= ending.size() && name.compare(name.size() - ending.size(), ending.size(), ending) == 0)
+      found.push_back(entry.path());
+  }
+  INFO("files ending with " << ending << " in " << dir);
+  REQUIRE(found.size() == 1);
+  return found[0];
+}
+
+
 struct RecordedModule {
   uint64_t address;
   std::vector<uint32_t> words;
@@ -97,10 +181,6 @@ inline bool DeclaresCapability(const std::vector<uint32_t>& words, uint32_t capa
     pos += count;
   }
   return false;
-}
-
-inline std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("coopmat-test-" + std::to_string(getpid()) + "-" + name)).string();
 }
 
 }  // namespace layertest

@@ -1,17 +1,17 @@
 // Layer-side regression tests for the second round of review findings
 // (review-901d75a.md): unknown pNext structs (11), blobs that are not SPIR-V (16),
-// the feature warning said once (25), and what every refusal gives the user.
+// the feature warning said once (25), and what every refusal gives the user,
+// a workgroup-scope module's included (test audit 4b565b7, section 0.7).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "compute.h"
 #include "layer_test_util.h"
 #include "vk_context.h"
 
@@ -40,12 +40,6 @@ VkResult CreateModule(VkDevice device, const void* code, size_t codeSize, VkShad
   info.codeSize = codeSize;
   info.pCode = static_cast<const uint32_t*>(code);
   return vkCreateShaderModule(device, &info, nullptr, module);
-}
-
-size_t CountMessages(const Instance& instance, const std::string& needle) {
-  const std::vector<Message> messages = instance.messages();
-  return static_cast<size_t>(std::count_if(messages.begin(), messages.end(),
-                                           [&](const Message& m) { return m.text.find(needle) != std::string::npos; }));
 }
 
 }  // namespace
@@ -176,28 +170,12 @@ std::vector<uint32_t> WithFragmentEntry(std::vector<uint32_t> words) {
 }
 
 InstanceOptions DumpingTo(const std::string& dir) {
-  static std::string path;
-  static const char* value = nullptr;
-  path = dir;
-  value = path.c_str();
   InstanceOptions options;
-  options.settings = {{kLayerName, "dump_dir", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &value}};
+  options.settings = {StringSetting("dump_dir", dir)};
   return options;
 }
 
 std::vector<uint32_t> ReadWords(const std::filesystem::path& path) { return ReadSpirv(path.string()); }
-
-// The one file under `dir` whose name ends with `ending`.
-std::filesystem::path DumpedFile(const std::string& dir, const std::string& ending) {
-  std::vector<std::filesystem::path> found;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() >= ending.size() && name.compare(name.size() - ending.size(), ending.size(), ending) == 0)
-      found.push_back(entry.path());
-  }
-  REQUIRE(found.size() == 1);
-  return found[0];
-}
 
 std::string ErrorMessages(const Instance& instance) {
   std::string all;
@@ -226,6 +204,49 @@ TEST_CASE("refusals at module time name the instruction and dump the input", "[l
   CHECK_THAT(errors, ContainsSubstring("input written to " + dumped.string()));
   CHECK(ReadWords(dumped) == words);
   std::filesystem::remove_all(dir);
+}
+
+// The lowering handles Subgroup scope only (lavapipe lists no other either). A
+// workgroup-scope matrix used by an EXT operation is refused on every creation path:
+// VK_ERROR_UNKNOWN, nothing created, and the reason on stderr (with the layer's
+// prefix) and through VK_EXT_debug_utils.
+TEST_CASE("a workgroup-scope cooperative matrix module is refused with a message on every path",
+          "[layer][review][malformed]") {
+  ScopedEnv path = FakeDriverOnPath();
+  const std::string record = TempPath("record-workgroup-scope.bin");
+  std::filesystem::remove(record);
+  ScopedEnv recording("FAKE_DRIVER_RECORD", record);
+  StderrCapture stderrText;
+  InstanceOptions options = ThroughTheLayer();
+  options.layersBelow = {kFakeDriverLayer};
+  Instance instance(options);
+  Device device(instance, DeviceOptions{.enableMaintenance5 = true, .enableShaderObject = true});
+  REQUIRE(device.ok());
+  const size_t recordedBefore = ReadRecord(record).size();  // the layout probe's modules
+  const std::string reason = "matrix must have a constant Subgroup scope";
+  for (const char* env : {"spirv1.3", "spirv1.6"})
+    for (const auto& [shaderPath, call] : {std::pair{ShaderPath::Module, "vkCreateShaderModule"},
+                                           std::pair{ShaderPath::InlineStage, "vkCreateComputePipelines"},
+                                           std::pair{ShaderPath::ShaderObject, "vkCreateShadersEXT"}}) {
+      INFO(env << " through " << call);
+      instance.clearMessages();
+      ComputeJob job;
+      job.path = shaderPath;
+      job.spirv = Shader(std::string("workgroup_scope.") + env + ".spv");
+      std::vector<Bytes> buffers = {Bytes(2048)};
+      const ComputeResult result = RunCompute(device, job, buffers);
+      CHECK(result.result == VK_ERROR_UNKNOWN);
+      CHECK(result.failedCall == call);
+      const std::string expected = std::string(call) + ": cannot lower the maintenance1 module: " +
+                                   "OpCooperativeMatrixGetCoordinateEXT %";
+      CHECK_THAT(ErrorMessages(instance), ContainsSubstring(expected) && ContainsSubstring(reason));
+    }
+  const std::string printed = stderrText.Text();
+  CHECK_THAT(printed, ContainsSubstring("coopmat-maintenance1: error: vkCreateShaderModule: cannot lower the maintenance1 module: "));
+  CHECK_THAT(printed, ContainsSubstring("coopmat-maintenance1: error: vkCreateShadersEXT: cannot lower the maintenance1 module: "));
+  CHECK_THAT(printed, ContainsSubstring(reason));
+  CHECK(ReadRecord(record).size() == recordedBefore);  // no module of it reached the driver
+  std::filesystem::remove(record);
 }
 
 TEST_CASE("refusals at pipeline time name the instruction and dump the input and its specialization",
@@ -299,8 +320,7 @@ TEST_CASE("refusals at pipeline time name the instruction and dump the input and
   const std::filesystem::path dumped = DumpedFile(dir, ".original.spv");
   CHECK_THAT(errors, ContainsSubstring("input written to " + dumped.string()));
   CHECK(ReadWords(dumped) == words);
-  std::ifstream specFile(DumpedFile(dir, ".specialization.txt"));
-  const std::string specText((std::istreambuf_iterator<char>(specFile)), std::istreambuf_iterator<char>());
+  const std::string specText = ReadText(DumpedFile(dir, ".specialization.txt"));
   CHECK(specText == "--specialize 0=16\n--specialize 3=8\n--specialize 4=8\n--specialize 5=16\n--specialize 6=8\n");
   vkDestroyPipelineLayout(device.handle(), layout, nullptr);
   vkDestroyDescriptorSetLayout(device.handle(), setLayout, nullptr);

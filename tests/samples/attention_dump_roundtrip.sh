@@ -4,7 +4,10 @@
 # Runs the attention sample through the layer with dump_dir set, finds the dump
 # of its maintenance1 kernel, checks every file a user is told about is there,
 # compiles the dumped GLSL back with glslang, and runs the sample again with that
-# module in place of its own: it must pass the same CPU-reference check.
+# module in place of its own: it must pass the same CPU-reference check. Then the
+# kernel with specialization-constant tiles: every GLSL dumped for it (the module's
+# and the pipeline's lowering) compiles back too (its WARP shares a constant_id
+# with local_size_x_id, which SPIR-V spells as several constants of one SpecId).
 set -u
 attention=$1 glslang=$2 work=$3
 shaders=$(dirname "$attention")/shaders
@@ -37,3 +40,17 @@ cmp -s "$work/shaders/$kernel.spv" "$shaders/$kernel.spv" && fail "the round tri
 # shellcheck disable=SC2086
 COOPMAT_SAMPLE_SHADER_DIR="$work/shaders" "$attention" $args || fail "attention with the kernel compiled from the dumped GLSL"
 echo "attention: the dumped GLSL of $kernel compiles back and passes the sample's check"
+
+mkdir -p "$work/dump_spec"
+# shellcheck disable=SC2086
+VK_COOPMAT_MAINTENANCE1_DUMP_DIR="$work/dump_spec" "$attention" --check-only --ways spec --seq 32 --dim 32 ||
+  fail "attention --ways spec with dump_dir set"
+glsl_count=0
+for glsl in "$work"/dump_spec/*.glsl; do
+  [ -e "$glsl" ] || break
+  "$glslang" -V --quiet -S comp --target-env vulkan1.3 -o "$glsl.spv" "$glsl" || fail "glslang rejects $glsl"
+  glsl_count=$((glsl_count + 1))
+done
+# The module's own lowering and the pipeline's.
+[ "$glsl_count" -ge 2 ] || fail "expected at least 2 GLSL files for the spec-tiles kernel, found $glsl_count: $(ls "$work/dump_spec")"
+echo "attention: all $glsl_count GLSL files dumped for the spec-tiles kernel compile back"

@@ -174,8 +174,9 @@ ComputeResult RunCompute(const Device& device, const ComputeJob& job, std::vecto
     pipelineInfo.stage.pName = job.entryPoint;
     pipelineInfo.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
     pipelineInfo.layout = run.pipelineLayout;
-    if (VkResult r = vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &pipelineInfo, nullptr, &run.pipeline);
-        r != VK_SUCCESS) {
+    const VkResult r = job.createPipeline ? job.createPipeline(dev, pipelineInfo, &run.pipeline)
+                                          : vkCreateComputePipelines(dev, VK_NULL_HANDLE, 1, &pipelineInfo, nullptr, &run.pipeline);
+    if (r != VK_SUCCESS) {
       run.pipeline = VK_NULL_HANDLE;
       return fail("vkCreateComputePipelines", r);
     }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,11 @@ struct ComputeJob {
   Bytes pushConstants;                // size a multiple of 4; empty: no push-constant range
   uint32_t groupCountX = 1;
   uint64_t timeoutNs = 30'000'000'000ull;
+  // How the compute pipeline is made from the create info the harness filled in
+  // (default: vkCreateComputePipelines with that one info and no cache): a test that
+  // batches pipelines or passes a VkPipelineCache does it here. The pipeline it
+  // returns is the run's, destroyed with it.
+  std::function<VkResult(VkDevice, const VkComputePipelineCreateInfo&, VkPipeline*)> createPipeline;
 };
 
 struct ComputeResult {

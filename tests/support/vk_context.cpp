@@ -116,7 +116,7 @@ void Instance::clearMessages() {
 }
 
 Device::Device(const Instance& instance, const DeviceOptions& options)
-    : instance_(instance), physicalDevice_(instance.physicalDevice()) {
+    : instance_(instance), physicalDevice_(options.physicalDevice ? options.physicalDevice : instance.physicalDevice()) {
   if (!instance.ok()) return;
 
   uint32_t familyCount = 0;

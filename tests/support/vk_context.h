@@ -42,6 +42,7 @@ struct DeviceOptions {
   // before vkCreateDevice: a test that wants fewer features switches them off here.
   std::function<void(VkPhysicalDeviceFeatures2&)> editFeatures;
   std::vector<const char*> extraExtensions;  // more device extensions to enable
+  VkPhysicalDevice physicalDevice = VK_NULL_HANDLE;  // null: the instance's physicalDevice()
 };
 
 struct Message {
