@@ -86,16 +86,23 @@ constexpr TypeName kTypeNames[] = {
 };
 constexpr const char* kUseNames[] = {"A", "B", "Acc"};
 
-std::string TypeText(uint32_t type) {
-  for (const TypeName& t : kTypeNames)
-    if (t.type == type) return t.name;
-  return std::to_string(type);
-}
 std::string UseText(uint32_t use) { return use < 3 ? kUseNames[use] : std::to_string(use); }
 }  // namespace
 
+std::string ComponentTypeName(uint32_t componentType) {
+  for (const TypeName& t : kTypeNames)
+    if (t.type == componentType) return t.name;
+  return std::to_string(componentType);
+}
+
+std::optional<uint32_t> ComponentTypeByName(std::string_view name) {
+  for (const TypeName& t : kTypeNames)
+    if (name == t.name) return t.type;
+  return std::nullopt;
+}
+
 std::string ToString(const LayoutKey& key) {
-  return TypeText(key.componentType) + " " + UseText(key.use) + " " + std::to_string(key.rows) + "x" +
+  return ComponentTypeName(key.componentType) + " " + UseText(key.use) + " " + std::to_string(key.rows) + "x" +
          std::to_string(key.cols) + " subgroup " + std::to_string(key.subgroupSize);
 }
 
@@ -444,13 +451,9 @@ std::string ParseLine(std::string_view line, LinearLayout& l) {
     if (!fields.count(f)) return "missing field '" + std::string(f) + "'";
 
   std::string_view type = fields["type"];
-  bool typeFound = false;
-  for (const TypeName& t : kTypeNames)
-    if (type == t.name) {
-      l.key.componentType = t.type;
-      typeFound = true;
-    }
-  if (!typeFound && !ParseNumber(type, l.key.componentType))
+  const std::optional<uint32_t> named = ComponentTypeByName(type);
+  if (named) l.key.componentType = *named;
+  if (!named && !ParseNumber(type, l.key.componentType))
     return "unknown component type '" + std::string(type) + "'";
   std::string_view use = fields["use"];
   bool useFound = false;
@@ -473,7 +476,7 @@ std::string ParseLine(std::string_view line, LinearLayout& l) {
 }  // namespace
 
 std::string FormatLayout(const LinearLayout& l) {
-  return "layout type=" + TypeText(l.key.componentType) + " use=" + UseText(l.key.use) +
+  return "layout type=" + ComponentTypeName(l.key.componentType) + " use=" + UseText(l.key.use) +
          " rows=" + std::to_string(l.key.rows) + " cols=" + std::to_string(l.key.cols) +
          " subgroup=" + std::to_string(l.key.subgroupSize) + " length=" + std::to_string(l.length) +
          " lane=" + BasisText(l.laneBits) + " index=" + BasisText(l.indexBits);

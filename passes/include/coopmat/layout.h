@@ -48,6 +48,10 @@ struct LayoutKey {
   bool operator==(const LayoutKey&) const = default;
 };
 std::string ToString(const LayoutKey& key);  // "f32 Acc 16x16 subgroup 32"
+// The names the text form uses for component types ("f16", "bf16", "e4m3", ...):
+// the name, or the number when it has none; the type of a name, or nullopt.
+std::string ComponentTypeName(uint32_t componentType);
+std::optional<uint32_t> ComponentTypeByName(std::string_view name);
 
 struct Coord {
   uint32_t row = 0;

@@ -1,0 +1,71 @@
+// A virtual device profile: what the test layer VK_LAYER_COOPMAT_TEST_virtual_device
+// makes lavapipe report and how it lays cooperative matrices out. One text file per
+// target (tests/virtual/profiles), read by ParseProfile. Plain data, no Vulkan calls.
+//
+// Format: one setting per line, '#' comments, blank lines skipped:
+//   name radv-gfx11-wave32           a short name for messages and logs
+//   vendor_id 0x1002                 VkPhysicalDeviceProperties identity
+//   device_id 0x744c
+//   device_name AMD Radeon RX 7900 XTX (RADV NAVI31)   (rest of the line)
+//   device_type discrete             discrete, integrated, virtual, cpu, other
+//   driver_id 3                      VkDriverId
+//   driver_name radv                 (rest of the line)
+//   driver_info Mesa 26.1.6          (rest of the line)
+//   driver_version 26.1.6            Mesa's VK_MAKE_VERSION encoding, or a number
+//   subgroup_sizes 32 64             the sizes a pipeline may require (powers of two)
+//   default_subgroup_size 64         the size a pipeline without a required size runs
+//   shared_memory 65536              maxComputeSharedMemorySize
+//   matrix 16 16 16 f16 f16 f32 f32 [saturating]   M N K A B C Result (KHR property)
+//   layout type=f32 use=Acc ...      coopmat::FormatLayout lines (coopmat/layout.h)
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coopmat/layout.h"
+
+namespace coopmat::virt {
+
+struct MatrixConfig {
+  uint32_t m = 0, n = 0, k = 0;
+  uint32_t aType = 0, bType = 0, cType = 0, resultType = 0;  // VkComponentTypeKHR
+  bool saturating = false;
+};
+
+struct Profile {
+  std::string name;
+  uint32_t vendorId = 0;
+  uint32_t deviceId = 0;
+  std::string deviceName;
+  uint32_t deviceType = 2;  // VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU
+  uint32_t driverId = 0;
+  std::string driverName;
+  std::string driverInfo;
+  uint32_t driverVersion = 0;
+  std::vector<uint32_t> subgroupSizes;  // ascending
+  uint32_t defaultSubgroupSize = 0;
+  uint32_t sharedMemoryBytes = 0;
+  std::vector<MatrixConfig> matrices;
+  std::vector<LinearLayout> layouts;
+
+  // The layout of one matrix type at one subgroup size, or null when the profile has none.
+  const LinearLayout* FindLayout(const LayoutKey& key) const;
+  bool RunsSubgroupSize(uint32_t size) const;
+};
+
+struct ProfileResult {
+  bool ok = false;
+  Profile profile;
+  std::string error;  // "line N: ..." when !ok
+};
+// Checks what the virtual device relies on: every setting present once, sizes
+// powers of two that include the default, every layout valid (ValidateLayout) and
+// at one of the sizes, and every matrix configuration's A, B, C and Result types
+// laid out at every size.
+ProfileResult ParseProfile(std::string_view text);
+ProfileResult ReadProfileFile(const std::string& path);
+
+}  // namespace coopmat::virt

@@ -1,0 +1,402 @@
+// The virtual device checks itself: KHR-only modules (load/store, element access and
+// arithmetic, conversions, MulAdd) and the emulated subgroup operations, run through
+// VK_LAYER_COOPMAT_TEST_virtual_device under the profile named by
+// COOPMAT_VIRTUAL_PROFILE, against CPU references (tests/exec/reference.h) at every
+// subgroup size and matrix configuration the profile lists. Under the lavapipe
+// profile every output must also be bit-identical to lavapipe's own. Every dispatch
+// must have been rewritten by the layer (its COOPMAT_VIRTUAL_LOG line), so a run
+// that emulates nothing fails.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/reporters/catch_reporter_event_listener.hpp>
+#include <catch2/reporters/catch_reporter_registrars.hpp>
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "compute.h"
+#include "exec_util.h"
+#include "profile.h"
+#include "reference.h"
+#include "vk_context.h"
+
+namespace {
+
+using coopmat::virt::Profile;
+using exec::Matrix;
+using exec::T;
+
+constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
+
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
+const Profile& TheProfile() {
+  static const Profile profile = [] {
+    auto r = coopmat::virt::ReadProfileFile(EnvOr("COOPMAT_VIRTUAL_PROFILE", ""));
+    INFO(r.error);
+    REQUIRE(r.ok);
+    return r.profile;
+  }();
+  return profile;
+}
+bool IsControl() { return TheProfile().name == "lavapipe"; }
+
+struct Stack {
+  std::unique_ptr<cmtest::Instance> instance;
+  std::unique_ptr<cmtest::Device> device;
+};
+std::map<bool, Stack>& Stacks() {
+  static std::map<bool, Stack> stacks;
+  return stacks;
+}
+
+// Devices and instances go before the program's exit: destroyed during static
+// destruction, the instance crashed the process after every test had passed.
+class CloseStacks : public Catch::EventListenerBase {
+ public:
+  using Catch::EventListenerBase::EventListenerBase;
+  void testRunEnded(const Catch::TestRunStats&) override { Stacks().clear(); }
+};
+CATCH_REGISTER_LISTENER(CloseStacks)
+
+// The virtual device (below no product layer), or lavapipe itself.
+const Stack& Open(bool virtualDevice) {
+  Stack& s = Stacks()[virtualDevice];
+  if (!s.instance) {
+    cmtest::InstanceOptions options;
+    options.withLayer = false;
+    if (virtualDevice) options.layersBelow = {kVirtualLayer};
+    s.instance = std::make_unique<cmtest::Instance>(options);
+    INFO("vkCreateInstance -> " << s.instance->createResult());
+    REQUIRE(s.instance->ok());
+    cmtest::DeviceOptions device;
+    device.enableMaintenance1 = false;
+    s.device = std::make_unique<cmtest::Device>(*s.instance, device);
+    INFO("vkCreateDevice -> " << s.device->createResult());
+    REQUIRE(s.device->ok());
+  }
+  return s;
+}
+
+size_t PipelineLines() {
+  std::ifstream log(EnvOr("COOPMAT_VIRTUAL_LOG", ""));
+  size_t n = 0;
+  for (std::string line; std::getline(log, line);) n += line.starts_with("pipeline profile=" + TheProfile().name + " ");
+  return n;
+}
+
+std::optional<T> TestType(uint32_t component) {
+  switch (component) {
+    case coopmat::kTypeF16: return T::F16;
+    case coopmat::kTypeF32: return T::F32;
+    case coopmat::kTypeU8: return T::U8;
+    case coopmat::kTypeS8: return T::S8;
+    case coopmat::kTypeU32: return T::U32;
+    case coopmat::kTypeS32: return T::S32;
+    default: return std::nullopt;
+  }
+}
+
+constexpr uint32_t kSubgroupsPerGroup = 2, kGroups = 2, kMatrices = kSubgroupsPerGroup * kGroups;
+
+// Runs shaders/virtual/<name>.spv with workgroups of two subgroups of `size`: through
+// the virtual device (which must log that it rewrote the pipeline) and, under the
+// control profile, on lavapipe itself too, whose output must be the same bytes.
+void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buffers) {
+  INFO("shader " << name << " at subgroup size " << size);
+  cmtest::ComputeJob job;
+  job.spirv = cmtest::ReadSpirv(EnvOr("COOPMAT_SHADER_DIR", "") + "/virtual/" + name + ".spv");
+  REQUIRE_FALSE(job.spirv.empty());
+  job.specialization = {{0, kSubgroupsPerGroup * size}};
+  job.requiredSubgroupSize = size;
+  job.groupCountX = kGroups;
+  std::vector<cmtest::Bytes> native = buffers;
+  const size_t before = PipelineLines();
+  const cmtest::ComputeResult r = cmtest::RunCompute(*Open(true).device, job, buffers);
+  INFO("virtual device: " << r.Describe());
+  REQUIRE(r);
+  REQUIRE(PipelineLines() == before + 1);
+  if (!IsControl()) return;
+  const cmtest::ComputeResult n = cmtest::RunCompute(*Open(false).device, job, native);
+  INFO("lavapipe: " << n.Describe());
+  REQUIRE(n);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    INFO("buffer " << i << " differs from lavapipe's own result");
+    CHECK(buffers[i] == native[i]);
+  }
+}
+
+// The lowest test value of a type: -magnitude where the type has negative values.
+double Low(T t, double magnitude) { return exec::IsFloat(t) || t == T::S8 || t == T::S32 ? -magnitude : 0; }
+
+std::vector<Matrix> Random(T t, uint32_t rows, uint32_t cols, uint32_t seed, double lo, double hi, double step = 1.0) {
+  std::vector<Matrix> ms;
+  for (uint32_t i = 0; i < kMatrices; ++i) ms.push_back(exec::RandomMatrix(t, rows, cols, seed + i, lo, hi, step));
+  return ms;
+}
+
+void CheckAll(const std::vector<Matrix>& got, const std::vector<Matrix>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("matrix " << i);
+    CHECK(exec::Compare(got[i], want[i]) == "");
+  }
+}
+
+struct Shape {
+  const char* use;
+  uint32_t componentType, useValue, rows, cols;
+};
+// The A, B and C types of every configuration the profile lists, once each.
+std::vector<Shape> ProfileShapes() {
+  std::vector<Shape> shapes;
+  auto add = [&](const char* use, uint32_t type, uint32_t useValue, uint32_t rows, uint32_t cols) {
+    for (const Shape& s : shapes)
+      if (s.componentType == type && s.useValue == useValue && s.rows == rows && s.cols == cols) return;
+    shapes.push_back({use, type, useValue, rows, cols});
+  };
+  for (const auto& m : TheProfile().matrices) {
+    add("a", m.aType, coopmat::kUseA, m.m, m.k);
+    add("b", m.bType, coopmat::kUseB, m.k, m.n);
+    add("acc", m.cType, coopmat::kUseAccumulator, m.m, m.n);
+  }
+  return shapes;
+}
+
+std::string ShapeName(const Shape& s) {
+  return std::string(s.use) + "_" + exec::Name(*TestType(s.componentType)) + "_" + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+}
+
+}  // namespace
+
+TEST_CASE("virtual: the device reports the profile", "[selfcheck]") {
+  const Profile& p = TheProfile();
+  const Stack& s = Open(true);
+  VkPhysicalDeviceSubgroupSizeControlProperties sizes{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES, &sizes};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES, &subgroup};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &driver};
+  vkGetPhysicalDeviceProperties2(s.instance->physicalDevice(), &props);
+  CHECK(props.properties.vendorID == p.vendorId);
+  CHECK(props.properties.deviceID == p.deviceId);
+  CHECK(std::string(props.properties.deviceName) == p.deviceName);
+  CHECK(props.properties.driverVersion == p.driverVersion);
+  CHECK(props.properties.limits.maxComputeSharedMemorySize == p.sharedMemoryBytes);
+  CHECK(driver.driverID == static_cast<VkDriverId>(p.driverId));
+  CHECK(subgroup.subgroupSize == p.defaultSubgroupSize);
+  CHECK(sizes.minSubgroupSize == p.subgroupSizes.front());
+  CHECK(sizes.maxSubgroupSize == p.subgroupSizes.back());
+  auto get = s.instance->proc<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+  REQUIRE(get);
+  uint32_t count = 0;
+  REQUIRE(get(s.instance->physicalDevice(), &count, nullptr) == VK_SUCCESS);
+  std::vector<VkCooperativeMatrixPropertiesKHR> list(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+  REQUIRE(get(s.instance->physicalDevice(), &count, list.data()) == VK_SUCCESS);
+  REQUIRE(count == p.matrices.size());
+  for (uint32_t i = 0; i < count; ++i) {
+    CHECK(list[i].MSize == p.matrices[i].m);
+    CHECK(list[i].KSize == p.matrices[i].k);
+    CHECK(static_cast<uint32_t>(list[i].AType) == p.matrices[i].aType);
+    CHECK(static_cast<uint32_t>(list[i].ResultType) == p.matrices[i].resultType);
+  }
+  CHECK_FALSE(cmtest::HasDeviceExtension(*s.instance, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME));
+}
+
+TEST_CASE("virtual: each element sits where the profile's layout puts it", "[selfcheck]") {
+  for (uint32_t size : TheProfile().subgroupSizes)
+    for (const Shape& shape : ProfileShapes()) {
+      const T t = *TestType(shape.componentType);
+      const coopmat::LinearLayout* layout =
+          TheProfile().FindLayout({shape.componentType, shape.useValue, shape.rows, shape.cols, size});
+      REQUIRE(layout);
+      // Distinct values where the type has room (8-bit types repeat every 256, which
+      // still tells rows apart at the shapes the profiles list).
+      std::vector<Matrix> in;
+      for (uint32_t g = 0; g < kMatrices; ++g) {
+        Matrix m(t, shape.rows, shape.cols);
+        for (uint32_t r = 0; r < shape.rows; ++r)
+          for (uint32_t c = 0; c < shape.cols; ++c) m.at(r, c) = exec::Wrap(t, (r * shape.cols + c + 7 * g) % (t == T::F16 ? 2048 : 256));
+        in.push_back(m);
+      }
+      const uint32_t slots = kMatrices * size * layout->length;
+      std::vector<cmtest::Bytes> buffers = {exec::Pack(in), cmtest::Bytes(slots * exec::Size(t))};
+      Run("elements_" + ShapeName(shape), size, buffers);
+      for (uint32_t g = 0; g < kMatrices; ++g)
+        for (uint32_t lane = 0; lane < size; ++lane)
+          for (uint32_t e = 0; e < layout->length; ++e) {
+            const coopmat::Coord at = layout->CoordinateOf(lane, e);
+            const size_t slot = (size_t(g) * size + lane) * layout->length + e;
+            INFO("matrix " << g << " lane " << lane << " element " << e << " (" << at.row << ", " << at.col << ")");
+            CHECK(exec::Load(t, buffers[1].data() + slot * exec::Size(t)) == in[g].at(at.row, at.col));
+          }
+    }
+}
+
+TEST_CASE("virtual: load and store in both memory layouts with padded strides", "[selfcheck]") {
+  for (uint32_t size : TheProfile().subgroupSizes)
+    for (const Shape& shape : ProfileShapes())
+      for (bool rowFirst : {true, false}) {
+        const T t = *TestType(shape.componentType);
+        const uint32_t R = shape.rows, C = shape.cols;
+        // LOAD_row: R x (C + 3) row-major in, column-major out; LOAD_col: (R + 5) x C column-major in, row-major out.
+        const std::vector<Matrix> in = rowFirst ? Random(t, R, C + 3, 11, Low(t, 100), 100) : Random(t, R + 5, C, 23, Low(t, 100), 100);
+        std::vector<Matrix> want;
+        for (const Matrix& m : in) {
+          Matrix w(t, R, C);
+          for (uint32_t r = 0; r < R; ++r)
+            for (uint32_t c = 0; c < C; ++c) w.at(r, c) = m.at(r, c);
+          want.push_back(w);
+        }
+        std::vector<cmtest::Bytes> buffers = {exec::Pack(in, !rowFirst), cmtest::Bytes(exec::Pack(want).size())};
+        Run(std::string("loadstore_") + (rowFirst ? "row_" : "col_") + ShapeName(shape), size, buffers);
+        std::vector<Matrix> got;
+        if (rowFirst) {
+          // Column-major out: read it as the transposed matrices.
+          for (const Matrix& m : exec::Unpack(buffers[1], t, C, R, kMatrices)) {
+            Matrix g(t, R, C);
+            for (uint32_t r = 0; r < R; ++r)
+              for (uint32_t c = 0; c < C; ++c) g.at(r, c) = m.at(c, r);
+            got.push_back(g);
+          }
+        } else {
+          got = exec::Unpack(buffers[1], t, R, C, kMatrices);
+        }
+        CheckAll(got, want);
+      }
+}
+
+TEST_CASE("virtual: element access, length and element-wise arithmetic", "[selfcheck]") {
+  for (uint32_t size : TheProfile().subgroupSizes)
+    for (const Shape& shape : ProfileShapes()) {
+      const T t = *TestType(shape.componentType);
+      const std::vector<Matrix> in = Random(t, shape.rows, shape.cols, 31, exec::IsFloat(t) ? -8 : 0, 8);
+      std::vector<Matrix> want;
+      for (const Matrix& m : in) {
+        Matrix w = m;
+        for (double& v : w.v) {
+          v = exec::Wrap(t, exec::Wrap(t, v * 2) + 1);
+          v = exec::Wrap(t, exec::Wrap(t, v + v) * 3);
+          v = exec::Wrap(t, v - 5);
+        }
+        want.push_back(w);
+      }
+      const uint32_t invocations = kMatrices * size;
+      std::vector<cmtest::Bytes> buffers = {exec::Pack(in), cmtest::Bytes(exec::Pack(in).size()), cmtest::Bytes(invocations * 4)};
+      Run("elementwise_" + ShapeName(shape), size, buffers);
+      CheckAll(exec::Unpack(buffers[1], t, shape.rows, shape.cols, kMatrices), want);
+      const coopmat::LinearLayout* layout =
+          TheProfile().FindLayout({shape.componentType, shape.useValue, shape.rows, shape.cols, size});
+      REQUIRE(layout);
+      for (uint32_t length : cmtest::FromBytes<uint32_t>(buffers[2])) CHECK(length == layout->length);
+    }
+}
+
+TEST_CASE("virtual: component-type conversions of accumulators", "[selfcheck]") {
+  const std::vector<std::pair<uint32_t, uint32_t>> pairs = {
+      {coopmat::kTypeF32, coopmat::kTypeF16}, {coopmat::kTypeF16, coopmat::kTypeF32}, {coopmat::kTypeS32, coopmat::kTypeF32},
+      {coopmat::kTypeU32, coopmat::kTypeF32}, {coopmat::kTypeF32, coopmat::kTypeS32}, {coopmat::kTypeS32, coopmat::kTypeU32}};
+  size_t ran = 0;
+  for (uint32_t size : TheProfile().subgroupSizes)
+    for (const Shape& shape : ProfileShapes()) {
+      if (shape.useValue != coopmat::kUseAccumulator) continue;
+      for (auto [from, to] : pairs) {
+        const coopmat::LayoutKey fromKey{from, coopmat::kUseAccumulator, shape.rows, shape.cols, size};
+        const coopmat::LayoutKey toKey{to, coopmat::kUseAccumulator, shape.rows, shape.cols, size};
+        if (from != shape.componentType || !TheProfile().FindLayout(fromKey) || !TheProfile().FindLayout(toKey)) continue;
+        const T a = *TestType(from), b = *TestType(to);
+        const std::vector<Matrix> in = Random(a, shape.rows, shape.cols, 41, Low(a, 300), 300,
+                                              exec::IsFloat(a) ? 0.25 : 1.0);
+        std::vector<Matrix> want;
+        for (const Matrix& m : in) want.push_back(exec::Convert(m, b, false));
+        std::vector<cmtest::Bytes> buffers = {exec::Pack(in), cmtest::Bytes(exec::Pack(want).size())};
+        Run(std::string("convert_") + exec::Name(a) + "_" + exec::Name(b) + "_" + std::to_string(shape.rows) + "x" +
+                std::to_string(shape.cols),
+            size, buffers);
+        CheckAll(exec::Unpack(buffers[1], b, shape.rows, shape.cols, kMatrices), want);
+        ++ran;
+      }
+    }
+  CHECK(ran > 0);
+}
+
+TEST_CASE("virtual: MulAdd of every configuration the profile lists", "[selfcheck]") {
+  for (uint32_t size : TheProfile().subgroupSizes)
+    for (const auto& m : TheProfile().matrices) {
+      const T at = *TestType(m.aType), ct = *TestType(m.cType);
+      REQUIRE(m.aType == m.bType);
+      REQUIRE(m.cType == m.resultType);
+      const bool isFloat = exec::IsFloat(at);
+      const std::vector<Matrix> a = Random(at, m.m, m.k, 51, Low(at, 4), 4, isFloat ? 0.5 : 1.0);
+      const std::vector<Matrix> b = Random(at, m.k, m.n, 61, Low(at, 4), 4, isFloat ? 0.5 : 1.0);
+      const std::vector<Matrix> c = Random(ct, m.m, m.n, 71, Low(ct, 16), 16);
+      std::vector<Matrix> want;
+      for (uint32_t i = 0; i < kMatrices; ++i) want.push_back(exec::MulAdd(a[i], b[i], c[i]));
+      std::vector<cmtest::Bytes> buffers = {exec::Pack(a), exec::Pack(b), exec::Pack(c), cmtest::Bytes(exec::Pack(c).size())};
+      Run(std::string("muladd_") + exec::Name(at) + "_" + exec::Name(ct) + "_" + std::to_string(m.m) + "x" + std::to_string(m.n) +
+              "x" + std::to_string(m.k),
+          size, buffers);
+      CheckAll(exec::Unpack(buffers[3], ct, m.m, m.n, kMatrices), want);
+    }
+}
+
+TEST_CASE("virtual: subgroup built-ins and operations across the virtual subgroup", "[selfcheck]") {
+  for (uint32_t size : TheProfile().subgroupSizes) {
+    const uint32_t invocations = kMatrices * size;
+    std::vector<uint32_t> in(invocations);
+    for (uint32_t i = 0; i < invocations; ++i) in[i] = (i * 2654435761u >> 7) % 997u;
+    std::vector<cmtest::Bytes> buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 16 * 4)};
+    Run("subgroup", size, buffers);
+    const std::vector<uint32_t> out = cmtest::FromBytes<uint32_t>(buffers[1]);
+    for (uint32_t i = 0; i < invocations; ++i) {
+      const uint32_t base = i - i % size, lane = i % size, local = i % (kSubgroupsPerGroup * size);
+      auto v = [&](uint32_t l) { return in[base + l]; };
+      uint32_t sum = 0, lo = ~0u, hi = 0, inclusive = 0, exclusive = 0, ballot[2] = {0, 0};
+      float fsum = 0;
+      bool all = true, any = false;
+      for (uint32_t l = 0; l < size; ++l) {
+        sum += v(l);
+        lo = std::min(lo, v(l));
+        hi = std::max(hi, v(l));
+        fsum += static_cast<float>(v(l) & 255u) * 0.5f;
+        if (l <= lane) inclusive += v(l);
+        if (l < lane) exclusive += v(l);
+        if (v(l) & 1) ballot[l / 32] |= 1u << (l % 32);
+        all = all && v(l) < 1000u;
+        any = any || v(l) == 7u;
+      }
+      uint32_t cluster = 0;
+      for (uint32_t l = lane & ~3u; l < (lane & ~3u) + 4; ++l) cluster += v(l);
+      const uint32_t down = lane + 1 < size ? v(lane + 1) : 0;
+      uint32_t fbits;
+      std::memcpy(&fbits, &fsum, 4);
+      const uint32_t want[16] = {size,
+                                 lane | ((local / size) << 8) | (kSubgroupsPerGroup << 16),
+                                 v((lane * 5 + 3) % size),
+                                 v(lane ^ (5 % size)),
+                                 v(3),
+                                 ballot[0],
+                                 ballot[1],
+                                 lane == 0 ? 1u : 0u,
+                                 sum,
+                                 lo,
+                                 hi,
+                                 fbits,
+                                 inclusive,
+                                 exclusive,
+                                 static_cast<uint32_t>(std::popcount(ballot[0]) + std::popcount(ballot[1])) | (all ? 0x100u : 0u) |
+                                     (any ? 0x200u : 0u),
+                                 cluster + down * 65536u};
+      for (uint32_t k = 0; k < 16; ++k) {
+        INFO("invocation " << i << " word " << k);
+        CHECK(out[i * 16 + k] == want[k]);
+      }
+    }
+  }
+}

@@ -1,0 +1,477 @@
+// VK_LAYER_COOPMAT_TEST_virtual_device: a test-only layer that sits between the
+// product layer and lavapipe and makes lavapipe look and compute like a target
+// chosen by a profile file (profile.h), so that code written for 32- or 64-lane
+// subgroups and another driver's matrix layouts runs on the CPU.
+//   COOPMAT_VIRTUAL_PROFILE=<file>  the profile (required: without a readable one
+//                                   vkCreateInstance fails, so no test passes unemulated)
+//   COOPMAT_VIRTUAL_LOG=<file>      append one line per compute pipeline rewritten or refused
+// It reports the profile's identity, subgroup sizes, KHR cooperative matrix
+// configurations and shared-memory limit; hides extensions it does not emulate; and
+// rewrites every compute pipeline's SPIR-V (rewrite.h) for the pipeline's subgroup
+// size: its required size, else the profile's default.
+#include <vulkan/vk_layer.h>
+#include <vulkan/vulkan.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rewrite.h"
+
+namespace {
+
+using coopmat::virt::Profile;
+
+struct Loaded {
+  bool ok = false;
+  Profile profile;
+  std::string error;
+};
+
+const Loaded& TheProfile() {
+  static const Loaded loaded = [] {
+    Loaded l;
+    const char* path = std::getenv("COOPMAT_VIRTUAL_PROFILE");
+    if (!path || !*path) {
+      l.error = "COOPMAT_VIRTUAL_PROFILE is not set";
+      return l;
+    }
+    coopmat::virt::ProfileResult r = coopmat::virt::ReadProfileFile(path);
+    l.ok = r.ok;
+    l.profile = std::move(r.profile);
+    l.error = r.error;
+    return l;
+  }();
+  return loaded;
+}
+
+std::mutex gMutex;
+
+void Log(const std::string& line) {
+  std::fprintf(stderr, "virtual device: %s\n", line.c_str());
+  if (const char* path = std::getenv("COOPMAT_VIRTUAL_LOG")) {
+    std::lock_guard lock(gMutex);
+    if (FILE* f = std::fopen(path, "a")) {
+      std::fprintf(f, "%s\n", line.c_str());
+      std::fclose(f);
+    }
+  }
+}
+
+struct InstanceData {
+  PFN_vkGetInstanceProcAddr gipa = nullptr;
+  VkInstance instance = VK_NULL_HANDLE;
+};
+struct DeviceData {
+  PFN_vkGetDeviceProcAddr gdpa = nullptr;
+  VkDevice device = VK_NULL_HANDLE;
+  uint32_t realSharedMemory = 0;  // lavapipe's own maxComputeSharedMemorySize
+  std::unordered_map<uint64_t, std::vector<uint32_t>> modules;  // handle -> the app's SPIR-V
+};
+
+std::unordered_map<void*, InstanceData> gInstances;  // by dispatch key
+std::unordered_map<void*, DeviceData> gDevices;
+
+void* Key(const void* handle) { return *static_cast<void* const*>(handle); }
+
+InstanceData InstanceOf(const void* handle) {
+  std::lock_guard lock(gMutex);
+  return gInstances[Key(handle)];
+}
+template <typename Fn> Fn Next(const void* handle, const char* name) {
+  InstanceData d = InstanceOf(handle);
+  return reinterpret_cast<Fn>(d.gipa(d.instance, name));
+}
+DeviceData& DeviceOf(VkDevice device) {
+  std::lock_guard lock(gMutex);
+  return gDevices[Key(device)];
+}
+template <typename Fn> Fn NextDevice(VkDevice device, const char* name) {
+  return reinterpret_cast<Fn>(DeviceOf(device).gdpa(device, name));
+}
+
+// Extensions the virtual device does not emulate: an app must not find them.
+bool IsHidden(const char* name) {
+  for (const char* hidden : {VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
+                             VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, VK_EXT_SHADER_OBJECT_EXTENSION_NAME,
+                             VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME,
+                             VK_KHR_SHADER_SUBGROUP_ROTATE_EXTENSION_NAME, VK_KHR_SHADER_QUAD_CONTROL_EXTENSION_NAME})
+    if (std::strcmp(name, hidden) == 0) return true;
+  return false;
+}
+
+// The subgroup operations rewrite.cpp emulates.
+constexpr VkSubgroupFeatureFlags kEmulatedOperations = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT |
+                                                       VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT |
+                                                       VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT |
+                                                       VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+
+void CopyName(char* out, size_t size, const std::string& text) {
+  std::memset(out, 0, size);
+  std::memcpy(out, text.data(), std::min(size - 1, text.size()));
+}
+
+void PatchCore(VkPhysicalDeviceProperties& p) {
+  const Profile& profile = TheProfile().profile;
+  p.vendorID = profile.vendorId;
+  p.deviceID = profile.deviceId;
+  p.deviceType = static_cast<VkPhysicalDeviceType>(profile.deviceType);
+  p.driverVersion = profile.driverVersion;
+  CopyName(p.deviceName, sizeof(p.deviceName), profile.deviceName);
+  p.limits.maxComputeSharedMemorySize = profile.sharedMemoryBytes;
+}
+
+void PatchChain(void* chain, uint32_t maxInvocations) {
+  const Profile& profile = TheProfile().profile;
+  const uint32_t smallest = profile.subgroupSizes.front(), largest = profile.subgroupSizes.back();
+  for (auto* s = static_cast<VkBaseOutStructure*>(chain); s; s = s->pNext) {
+    switch (s->sType) {
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES: {
+        auto* p = reinterpret_cast<VkPhysicalDeviceSubgroupProperties*>(s);
+        p->subgroupSize = profile.defaultSubgroupSize;
+        p->supportedOperations &= kEmulatedOperations;
+        p->quadOperationsInAllStages = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES: {
+        auto* p = reinterpret_cast<VkPhysicalDeviceVulkan11Properties*>(s);
+        p->subgroupSize = profile.defaultSubgroupSize;
+        p->subgroupSupportedOperations &= kEmulatedOperations;
+        p->subgroupQuadOperationsInAllStages = VK_FALSE;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES: {
+        auto* p = reinterpret_cast<VkPhysicalDeviceVulkan12Properties*>(s);
+        p->driverID = static_cast<VkDriverId>(profile.driverId);
+        CopyName(p->driverName, sizeof(p->driverName), profile.driverName);
+        CopyName(p->driverInfo, sizeof(p->driverInfo), profile.driverInfo);
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES: {
+        auto* p = reinterpret_cast<VkPhysicalDeviceDriverProperties*>(s);
+        p->driverID = static_cast<VkDriverId>(profile.driverId);
+        CopyName(p->driverName, sizeof(p->driverName), profile.driverName);
+        CopyName(p->driverInfo, sizeof(p->driverInfo), profile.driverInfo);
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES: {
+        auto* p = reinterpret_cast<VkPhysicalDeviceVulkan13Properties*>(s);
+        p->minSubgroupSize = smallest;
+        p->maxSubgroupSize = largest;
+        p->maxComputeWorkgroupSubgroups = maxInvocations / smallest;
+        p->requiredSubgroupSizeStages = VK_SHADER_STAGE_COMPUTE_BIT;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES: {
+        auto* p = reinterpret_cast<VkPhysicalDeviceSubgroupSizeControlProperties*>(s);
+        p->minSubgroupSize = smallest;
+        p->maxSubgroupSize = largest;
+        p->maxComputeWorkgroupSubgroups = maxInvocations / smallest;
+        p->requiredSubgroupSizeStages = VK_SHADER_STAGE_COMPUTE_BIT;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR:
+        reinterpret_cast<VkPhysicalDeviceCooperativeMatrixPropertiesKHR*>(s)->cooperativeMatrixSupportedStages =
+            VK_SHADER_STAGE_COMPUTE_BIT;
+        break;
+      default: break;
+    }
+  }
+}
+
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceProperties(VkPhysicalDevice pd, VkPhysicalDeviceProperties* p) {
+  Next<PFN_vkGetPhysicalDeviceProperties>(pd, "vkGetPhysicalDeviceProperties")(pd, p);
+  PatchCore(*p);
+}
+
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceProperties2(VkPhysicalDevice pd, VkPhysicalDeviceProperties2* p) {
+  auto next = Next<PFN_vkGetPhysicalDeviceProperties2>(pd, "vkGetPhysicalDeviceProperties2");
+  if (!next) next = Next<PFN_vkGetPhysicalDeviceProperties2>(pd, "vkGetPhysicalDeviceProperties2KHR");
+  next(pd, p);
+  const uint32_t maxInvocations = p->properties.limits.maxComputeWorkGroupInvocations;
+  PatchCore(p->properties);
+  PatchChain(p->pNext, maxInvocations);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL GetCooperativeMatrixProperties(VkPhysicalDevice, uint32_t* count,
+                                                              VkCooperativeMatrixPropertiesKHR* props) {
+  const auto& matrices = TheProfile().profile.matrices;
+  if (!props) {
+    *count = static_cast<uint32_t>(matrices.size());
+    return VK_SUCCESS;
+  }
+  const uint32_t n = std::min<uint32_t>(*count, static_cast<uint32_t>(matrices.size()));
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto& m = matrices[i];
+    VkCooperativeMatrixPropertiesKHR& p = props[i];
+    void* keep = p.pNext;
+    p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR, keep};
+    p.MSize = m.m;
+    p.NSize = m.n;
+    p.KSize = m.k;
+    p.AType = static_cast<VkComponentTypeKHR>(m.aType);
+    p.BType = static_cast<VkComponentTypeKHR>(m.bType);
+    p.CType = static_cast<VkComponentTypeKHR>(m.cType);
+    p.ResultType = static_cast<VkComponentTypeKHR>(m.resultType);
+    p.saturatingAccumulation = m.saturating;
+    p.scope = VK_SCOPE_SUBGROUP_KHR;
+  }
+  *count = n;
+  return n < matrices.size() ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevice pd, const char* layer, uint32_t* count,
+                                                                  VkExtensionProperties* props) {
+  auto next = Next<PFN_vkEnumerateDeviceExtensionProperties>(pd, "vkEnumerateDeviceExtensionProperties");
+  if (layer) return next(pd, layer, count, props);
+  uint32_t n = 0;
+  if (VkResult r = next(pd, nullptr, &n, nullptr); r != VK_SUCCESS) return r;
+  std::vector<VkExtensionProperties> list(n);
+  next(pd, nullptr, &n, list.data());
+  list.resize(n);
+  std::erase_if(list, [](const VkExtensionProperties& e) { return IsHidden(e.extensionName); });
+  if (!props) {
+    *count = static_cast<uint32_t>(list.size());
+    return VK_SUCCESS;
+  }
+  const uint32_t copied = std::min<uint32_t>(*count, static_cast<uint32_t>(list.size()));
+  std::copy_n(list.begin(), copied, props);
+  *count = copied;
+  return copied < list.size() ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* info, const VkAllocationCallbacks* alloc, VkInstance* out) {
+  if (!TheProfile().ok) {
+    Log("no profile: " + TheProfile().error);
+    return VK_ERROR_INITIALIZATION_FAILED;
+  }
+  auto* link = static_cast<VkLayerInstanceCreateInfo*>(const_cast<void*>(info->pNext));
+  while (link && !(link->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO && link->function == VK_LAYER_LINK_INFO))
+    link = static_cast<VkLayerInstanceCreateInfo*>(const_cast<void*>(link->pNext));
+  if (!link) return VK_ERROR_INITIALIZATION_FAILED;
+  PFN_vkGetInstanceProcAddr gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+  auto create = reinterpret_cast<PFN_vkCreateInstance>(gipa(VK_NULL_HANDLE, "vkCreateInstance"));
+  const VkResult r = create(info, alloc, out);
+  if (r == VK_SUCCESS) {
+    std::lock_guard lock(gMutex);
+    gInstances[Key(*out)] = {gipa, *out};
+  }
+  return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo* info, const VkAllocationCallbacks* alloc,
+                                            VkDevice* out) {
+  auto* link = static_cast<VkLayerDeviceCreateInfo*>(const_cast<void*>(info->pNext));
+  while (link && !(link->sType == VK_STRUCTURE_TYPE_LOADER_DEVICE_CREATE_INFO && link->function == VK_LAYER_LINK_INFO))
+    link = static_cast<VkLayerDeviceCreateInfo*>(const_cast<void*>(link->pNext));
+  if (!link) return VK_ERROR_INITIALIZATION_FAILED;
+  PFN_vkGetInstanceProcAddr gipa = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  PFN_vkGetDeviceProcAddr gdpa = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;
+  auto create = reinterpret_cast<PFN_vkCreateDevice>(gipa(InstanceOf(pd).instance, "vkCreateDevice"));
+  const VkResult r = create(pd, info, alloc, out);
+  if (r != VK_SUCCESS) return r;
+  VkPhysicalDeviceProperties real;
+  Next<PFN_vkGetPhysicalDeviceProperties>(pd, "vkGetPhysicalDeviceProperties")(pd, &real);
+  std::lock_guard lock(gMutex);
+  DeviceData& d = gDevices[Key(*out)];
+  d.gdpa = gdpa;
+  d.device = *out;
+  d.realSharedMemory = real.limits.maxComputeSharedMemorySize;
+  return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device, const VkAllocationCallbacks* alloc) {
+  auto destroy = NextDevice<PFN_vkDestroyDevice>(device, "vkDestroyDevice");
+  {
+    std::lock_guard lock(gMutex);
+    gDevices.erase(Key(device));
+  }
+  destroy(device, alloc);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShaderModuleCreateInfo* info,
+                                                  const VkAllocationCallbacks* alloc, VkShaderModule* out) {
+  const VkResult r = NextDevice<PFN_vkCreateShaderModule>(device, "vkCreateShaderModule")(device, info, alloc, out);
+  if (r == VK_SUCCESS) {
+    std::vector<uint32_t> words(info->pCode, info->pCode + info->codeSize / 4);
+    std::lock_guard lock(gMutex);
+    gDevices[Key(device)].modules[reinterpret_cast<uint64_t>(*out)] = std::move(words);
+  }
+  return r;
+}
+
+VKAPI_ATTR void VKAPI_CALL DestroyShaderModule(VkDevice device, VkShaderModule module, const VkAllocationCallbacks* alloc) {
+  {
+    std::lock_guard lock(gMutex);
+    gDevices[Key(device)].modules.erase(reinterpret_cast<uint64_t>(module));
+  }
+  NextDevice<PFN_vkDestroyShaderModule>(device, "vkDestroyShaderModule")(device, module, alloc);
+}
+
+template <typename T> const T* Find(const void* chain, VkStructureType type) {
+  for (auto* s = static_cast<const VkBaseInStructure*>(chain); s; s = s->pNext)
+    if (s->sType == type) return reinterpret_cast<const T*>(s);
+  return nullptr;
+}
+
+// Unlinks the nodes of `types` from a chain for one call and puts them back after.
+class ChainFilter {
+ public:
+  ChainFilter(const void** head, std::initializer_list<VkStructureType> types) {
+    auto** link = reinterpret_cast<VkBaseInStructure**>(const_cast<void**>(head));
+    while (*link) {
+      VkBaseInStructure* node = *link;
+      if (std::find(types.begin(), types.end(), node->sType) != types.end()) {
+        removed_.push_back({link, node});
+        *link = const_cast<VkBaseInStructure*>(node->pNext);
+      } else {
+        link = const_cast<VkBaseInStructure**>(&node->pNext);
+      }
+    }
+  }
+  ~ChainFilter() {
+    for (auto it = removed_.rbegin(); it != removed_.rend(); ++it) *it->first = it->second;
+  }
+  ChainFilter(const ChainFilter&) = delete;
+  ChainFilter& operator=(const ChainFilter&) = delete;
+
+ private:
+  std::vector<std::pair<VkBaseInStructure**, VkBaseInStructure*>> removed_;
+};
+
+VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipelineCreateInfo& original,
+                   const VkAllocationCallbacks* alloc, VkPipeline* out) {
+  *out = VK_NULL_HANDLE;
+  const Profile& profile = TheProfile().profile;
+  VkComputePipelineCreateInfo info = original;
+  std::vector<uint32_t> words;
+  uint32_t sharedLimit = 0;
+  {
+    std::lock_guard lock(gMutex);
+    DeviceData& d = gDevices[Key(device)];
+    sharedLimit = d.realSharedMemory;
+    if (info.stage.module != VK_NULL_HANDLE) {
+      auto it = d.modules.find(reinterpret_cast<uint64_t>(info.stage.module));
+      if (it != d.modules.end()) words = it->second;
+    }
+  }
+  if (words.empty())
+    if (const auto* inline_ = Find<VkShaderModuleCreateInfo>(info.stage.pNext, VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO))
+      words.assign(inline_->pCode, inline_->pCode + inline_->codeSize / 4);
+  if (words.empty()) {
+    Log("refused: the compute stage has no SPIR-V this layer saw");
+    return VK_ERROR_UNKNOWN;
+  }
+  coopmat::virt::RewriteRequest request;
+  request.subgroupSize = profile.defaultSubgroupSize;
+  if (const auto* required = Find<VkPipelineShaderStageRequiredSubgroupSizeCreateInfo>(
+          info.stage.pNext, VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO))
+    request.subgroupSize = required->requiredSubgroupSize;
+  if (const VkSpecializationInfo* s = info.stage.pSpecializationInfo) {
+    coopmat::Specialization specialization;
+    for (uint32_t i = 0; i < s->mapEntryCount; ++i) {
+      const VkSpecializationMapEntry& e = s->pMapEntries[i];
+      const auto* bytes = static_cast<const uint8_t*>(s->pData) + e.offset;
+      specialization.values[e.constantID].assign(bytes, bytes + e.size);
+    }
+    request.specialization = std::move(specialization);
+  }
+  request.sharedMemoryLimit = sharedLimit;
+  const coopmat::virt::RewriteResult rewritten = coopmat::virt::RewriteForProfile(words, profile, request);
+  const std::string where = "profile=" + profile.name + " subgroup=" + std::to_string(request.subgroupSize);
+  if (!rewritten.ok) {
+    Log("refused " + where + ": " + rewritten.error);
+    return VK_ERROR_UNKNOWN;
+  }
+  VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  moduleInfo.codeSize = rewritten.words.size() * 4;
+  moduleInfo.pCode = rewritten.words.data();
+  VkShaderModule module = VK_NULL_HANDLE;
+  if (VkResult r = NextDevice<PFN_vkCreateShaderModule>(device, "vkCreateShaderModule")(device, &moduleInfo, nullptr, &module);
+      r != VK_SUCCESS)
+    return r;
+  info.stage.module = module;
+  // Lavapipe runs the rewritten code at its own subgroup size, which no longer matters.
+  info.stage.flags &= ~(VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT | VK_PIPELINE_SHADER_STAGE_CREATE_ALLOW_VARYING_SUBGROUP_SIZE_BIT);
+  VkResult r;
+  {
+    ChainFilter filter(&info.stage.pNext, {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
+                                           VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO});
+    r = NextDevice<PFN_vkCreateComputePipelines>(device, "vkCreateComputePipelines")(device, cache, 1, &info, alloc, out);
+  }
+  NextDevice<PFN_vkDestroyShaderModule>(device, "vkDestroyShaderModule")(device, module, nullptr);
+  Log((r == VK_SUCCESS ? "pipeline " : "lavapipe failed (" + std::to_string(r) + ") ") + where +
+      " matrix_ops=" + std::to_string(rewritten.matrixOps) + " subgroup_ops=" + std::to_string(rewritten.subgroupOps) +
+      " scratch_bytes=" + std::to_string(rewritten.scratchBytes));
+  return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelineCache cache, uint32_t count,
+                                                      const VkComputePipelineCreateInfo* infos, const VkAllocationCallbacks* alloc,
+                                                      VkPipeline* pipelines) {
+  VkResult result = VK_SUCCESS;
+  for (uint32_t i = 0; i < count; ++i) {
+    const VkResult r = CreateOne(device, cache, infos[i], alloc, &pipelines[i]);
+    if (r != VK_SUCCESS && result == VK_SUCCESS) result = r;
+  }
+  return result;
+}
+
+PFN_vkVoidFunction DeviceFunction(const char* name) {
+  struct { const char* name; PFN_vkVoidFunction fn; } table[] = {
+      {"vkDestroyDevice", reinterpret_cast<PFN_vkVoidFunction>(&DestroyDevice)},
+      {"vkCreateShaderModule", reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule)},
+      {"vkDestroyShaderModule", reinterpret_cast<PFN_vkVoidFunction>(&DestroyShaderModule)},
+      {"vkCreateComputePipelines", reinterpret_cast<PFN_vkVoidFunction>(&CreateComputePipelines)},
+  };
+  for (auto& e : table)
+    if (std::strcmp(e.name, name) == 0) return e.fn;
+  return nullptr;
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name);
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance, const char* name) {
+  struct { const char* name; PFN_vkVoidFunction fn; } table[] = {
+      {"vkGetInstanceProcAddr", reinterpret_cast<PFN_vkVoidFunction>(&GetInstanceProcAddr)},
+      {"vkGetDeviceProcAddr", reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr)},
+      {"vkCreateInstance", reinterpret_cast<PFN_vkVoidFunction>(&CreateInstance)},
+      {"vkCreateDevice", reinterpret_cast<PFN_vkVoidFunction>(&CreateDevice)},
+      {"vkEnumerateDeviceExtensionProperties", reinterpret_cast<PFN_vkVoidFunction>(&EnumerateDeviceExtensionProperties)},
+      {"vkGetPhysicalDeviceProperties", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties)},
+      {"vkGetPhysicalDeviceProperties2", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2)},
+      {"vkGetPhysicalDeviceProperties2KHR", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2)},
+      {"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", reinterpret_cast<PFN_vkVoidFunction>(&GetCooperativeMatrixProperties)},
+  };
+  for (auto& e : table)
+    if (std::strcmp(e.name, name) == 0) return e.fn;
+  if (PFN_vkVoidFunction fn = DeviceFunction(name)) return fn;
+  if (!instance) return nullptr;
+  InstanceData d = InstanceOf(instance);
+  return d.gipa(instance, name);
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetDeviceProcAddr(VkDevice device, const char* name) {
+  if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&GetDeviceProcAddr);
+  if (PFN_vkVoidFunction fn = DeviceFunction(name)) return fn;
+  if (std::strcmp(name, "vkCreateShadersEXT") == 0) return nullptr;  // VK_EXT_shader_object is hidden
+  return DeviceOf(device).gdpa(device, name);
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) VKAPI_ATTR VkResult VKAPI_CALL
+vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface* v) {
+  v->loaderLayerInterfaceVersion = 2;
+  v->pfnGetInstanceProcAddr = &GetInstanceProcAddr;
+  v->pfnGetDeviceProcAddr = &GetDeviceProcAddr;
+  v->pfnGetPhysicalDeviceProcAddr = nullptr;
+  return VK_SUCCESS;
+}
