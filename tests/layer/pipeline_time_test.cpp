@@ -273,14 +273,8 @@ uint64_t FolderBytes(const std::filesystem::path& dir, size_t* files = nullptr) 
 }
 
 InstanceOptions DiskCacheLimitedTo(const std::string& size) {
-  static std::vector<std::string> sizes;  // the settings point at their strings
-  static std::vector<const char*> values;
-  sizes.reserve(16);
-  values.reserve(16);
-  sizes.push_back(size);
-  values.push_back(sizes.back().c_str());
   InstanceOptions options = DebugLogging(true);
-  options.settings.push_back(*Setting("shader_cache_max_size", &values.back()));
+  options.settings.push_back(StringSetting("shader_cache_max_size", size));
   return options;
 }
 
