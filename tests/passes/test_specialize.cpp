@@ -707,3 +707,38 @@ TEST_CASE("IEEE conversions match the host's", "[specialize][ieee]") {
             Bits(static_cast<_Float16>(value)));
   }
 }
+
+// The review's repro: TM = gl_WorkGroupSize.x / 4u as the row count of a transposed
+// conversion, and its Use computed the same way. Before, the pipeline-time lowering
+// kept TM a specialization operation (portable: 0 in registers) and refused the Use
+// ("must have a constant Use"); module time refused the Use too.
+TEST_CASE("shapes and Uses computed from gl_WorkGroupSize are constants once specialized", "[specialize][register]") {
+  for (const char* env : {"spirv1.3", "spirv1.6"}) {
+    INFO(env);
+    const std::vector<uint32_t> input = passtest::LoadShader("workgroup_size_tile", env);
+    coopmat::LowerOptions options;
+    options.layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
+    options.specializationPending = true;
+    const coopmat::LowerResult moduleTime = coopmat::LowerModule(input, options);
+    INFO(moduleTime.error);
+    REQUIRE(moduleTime.ok);  // the Use's default (local size 1: Use 0) stands in
+    CHECK(moduleTime.dependsOnSpecialization);
+    CHECK(moduleTime.stats.registerPath == 0);
+
+    options.specializationPending = false;
+    options.specialization = Spec({{0, 32}});  // TM = 8, Use = B
+    const coopmat::LowerResult pipelineTime = coopmat::LowerModule(input, options);
+    INFO(pipelineTime.error);
+    REQUIRE(pipelineTime.ok);
+    CHECK_FALSE(pipelineTime.dependsOnSpecialization);
+    CHECK(pipelineTime.stats.transpose == 1);
+    CHECK(pipelineTime.stats.registerPath == 1);
+    CHECK(passtest::FindScratchVariable(passtest::ParseOrFail(pipelineTime.words)) == 0);
+    CHECK(coopmat::ValidateModule(pipelineTime.words).empty());
+
+    options.specialization = Spec({{0, 96}});  // Use 3: refused, as a constant Use would be
+    const coopmat::LowerResult badUse = coopmat::LowerModule(input, options);
+    CHECK_FALSE(badUse.ok);
+    CHECK_THAT(badUse.error, ContainsSubstring("must have a constant Use (0, 1 or 2)"));
+  }
+}
