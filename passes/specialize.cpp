@@ -67,7 +67,10 @@ class Freezer {
       const std::vector<uint8_t>* bytes = nullptr;
       if (specId != specIdOf.end()) {
         auto value = specialization.values.find(specId->second);
-        if (value != specialization.values.end()) bytes = &value->second;
+        // An entry without bytes (size 0 is invalid in Vulkan; the layer drops such
+        // entries) gives no value: the default stands, and ReadBytes never copies
+        // from an empty vector's null data() (undefined behaviour for memcpy).
+        if (value != specialization.values.end() && !value->second.empty()) bytes = &value->second;
       }
       switch (inst.opcode) {
         case spv::Op::OpSpecConstantTrue:

@@ -742,3 +742,40 @@ TEST_CASE("shapes and Uses computed from gl_WorkGroupSize are constants once spe
     CHECK_THAT(badUse.error, ContainsSubstring("must have a constant Use (0, 1 or 2)"));
   }
 }
+
+// Review 4b565b7 finding 15, what remained: a specialization entry without bytes
+// made the freezer memcpy from an empty vector's null data() (UBSan: "null pointer
+// passed as argument 2") and froze the constant to 0. Now it is no value: the
+// default stands, for scalars and booleans alike.
+TEST_CASE("an empty specialization value leaves the default", "[specialize][malformed]") {
+  const std::string text = R"(
+               OpCapability Shader
+               OpMemoryModel Logical GLSL450
+               OpEntryPoint GLCompute %main "main"
+               OpExecutionMode %main LocalSize 1 1 1
+               OpName %n "n"
+               OpName %flag "flag"
+               OpDecorate %n SpecId 0
+               OpDecorate %flag SpecId 1
+       %void = OpTypeVoid
+         %fn = OpTypeFunction %void
+       %bool = OpTypeBool
+       %uint = OpTypeInt 32 0
+          %n = OpSpecConstant %uint 7
+       %flag = OpSpecConstantTrue %bool
+       %main = OpFunction %void None %fn
+      %entry = OpLabel
+               OpReturn
+               OpFunctionEnd
+)";
+  coopmat::Specialization spec;
+  spec.values[0] = {};
+  spec.values[1] = {};
+  const coopmat::LowerResult frozen = coopmat::SpecializeModule(Assemble(text), spec);
+  INFO(frozen.error);
+  REQUIRE(frozen.ok);
+  const Module m = passtest::ParseOrFail(frozen.words);
+  CHECK(FrozenWords(m, Named(m, "n")) == std::vector<uint32_t>{7});
+  CHECK(FrozenWords(m, Named(m, "flag")) == std::vector<uint32_t>{1});
+  CHECK(coopmat::ValidateModule(frozen.words).empty());
+}
