@@ -111,27 +111,33 @@ uint32_t Builder::SplitBlock() {
   return newLabel;
 }
 
-void Builder::Switch(uint32_t selector, const std::vector<uint32_t>& values, const std::function<void(size_t)>& body) {
+void Builder::Switch(uint32_t selector, const std::vector<uint32_t>& values, const std::function<void(size_t)>& body,
+                     const std::function<void()>& otherwise) {
   if (values.empty()) Fail("internal error: a switch needs a case");
   const uint32_t merge = SplitBlock();
   std::vector<uint32_t> labels(values.size());
   for (uint32_t& label : labels) label = context_.module.TakeId();
+  const uint32_t defaultLabel = context_.module.TakeId();
   EmitVoid(spv::Op::OpSelectionMerge, {merge, static_cast<uint32_t>(spv::SelectionControlMask::MaskNone)});
-  std::vector<uint32_t> operands{selector, labels.back()};
-  for (size_t k = 0; k + 1 < values.size(); ++k) {
+  std::vector<uint32_t> operands{selector, defaultLabel};
+  for (size_t k = 0; k < values.size(); ++k) {
     operands.push_back(values[k]);
     operands.push_back(labels[k]);
   }
   EmitVoid(spv::Op::OpSwitch, std::move(operands));
-  for (size_t k = 0; k < values.size(); ++k) {
+  // Each target's block goes before the merge block; its code may leave the cursor
+  // in a later block of its own, which then branches to the merge.
+  auto target = [&](uint32_t label, const std::function<void()>& code) {
     ir::Block block;
-    block.instructions.emplace_back(spv::Op::OpLabel, 0, labels[k], std::vector<uint32_t>{});
+    block.instructions.emplace_back(spv::Op::OpLabel, 0, label, std::vector<uint32_t>{});
     function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1, std::move(block));
     ++block_;
     index_ = 1;
-    body(k);  // may leave the cursor in a later block of its own
+    code();
     EmitVoid(spv::Op::OpBranch, {merge});
-  }
+  };
+  for (size_t k = 0; k < values.size(); ++k) target(labels[k], [&] { body(k); });
+  target(defaultLabel, otherwise);
   ++block_;
   index_ = 1;
   if (function_.blocks[block_].Label() != merge) Fail("internal error: switch merge block misplaced");

@@ -3,6 +3,7 @@
 // operation, then clean the preamble and declare the scratch.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <limits>
 
 #include "register.h"
@@ -117,6 +118,75 @@ size_t PreambleStart(const ir::Module& m, const std::vector<ir::Instruction>& en
   return start;
 }
 
+// A value of `type` (a matrix, a coordinate vector) with every bit set: a NaN in
+// every float component type the lowering takes, -1 or the maximum in integers, and
+// a coordinate past any matrix. The recognisable result of an operation at a
+// SubgroupSize nobody expected (LowerAtUnlistedSize).
+uint32_t AllBitsSet(Builder& b, uint32_t type, uint32_t resultId = 0) {
+  TypeManager& t = b.types();
+  uint32_t scalar = type;
+  size_t count = 1;  // constituents: a matrix takes one for all its elements
+  if (const auto matrix = t.CoopMatInfo(type)) {
+    scalar = matrix->componentType;
+  } else if (const ir::Instruction* def = t.GlobalDef(type); def && def->opcode == spv::Op::OpTypeVector) {
+    scalar = def->Operand(0);
+    count = def->Operand(1);
+  }
+  const uint32_t width = t.ScalarWidth(scalar);
+  if (!width || width > 32) Fail("internal error: no all-bits-set value of type %" + std::to_string(type));
+  // SPIR-V literals of narrow signed integers are sign-extended; others zero-extended.
+  const uint32_t literal = width == 32 || t.IsSignedInt(scalar) ? ~0u : (1u << width) - 1;
+  return b.Emit(spv::Op::OpCompositeConstruct, type, std::vector<uint32_t>(count, t.Constant(scalar, literal)), resultId);
+}
+
+// The OpSwitch default of a per-size lowering: a SubgroupSize outside the pipeline's
+// list, which a driver runs only outside its own subgroup-size properties (review
+// 4b565b7 finding 19; before, the largest size's code ran there, with the wrong
+// layout). No layout is known at such a size, so a conversion or reduction takes its
+// layout-independent form: without scratch when it needs none, else through the
+// function's scratch slice when it has one (a slice only for this branch would cost
+// every pipeline shared memory), and then only at sizes the slices are counted for
+// (Scratch::SlicedSubgroupSize and up). Everywhere else, and always for GetCoordinate and
+// PerElementOp (their layout-independent form reads coordinate tables learned at the
+// function's entry, which the register path does not learn), the result has every
+// bit set.
+void LowerAtUnlistedSize(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
+  Context& c = b.context();
+  TypeManager& t = c.types;
+  std::function<void(const ir::Instruction&)> portable;
+  switch (inst.opcode) {
+    case spv::Op::OpCooperativeMatrixGetCoordinateEXT:
+    case spv::Op::OpCooperativeMatrixPerElementOpEXT: break;
+    case spv::Op::OpCooperativeMatrixReduceEXT:
+      if (fs.sliceBase) portable = [&](const ir::Instruction& version) { LowerReduce(b, fs, version); };
+      break;
+    default:
+      if (!ConversionUsesScratch(c, inst)) {
+        LowerConversion(b, fs, inst);
+        return;
+      }
+      if (fs.sliceBase) portable = [&](const ir::Instruction& version) { LowerConversion(b, fs, version); };
+      break;
+  }
+  if (!portable) {
+    AllBitsSet(b, inst.typeId, inst.resultId);
+    return;
+  }
+  const uint32_t result = b.Variable(inst.typeId);
+  const uint32_t sliced = b.U(c.scratch.SlicedSubgroupSize());
+  const uint32_t enoughSlices = b.Emit(spv::Op::OpSelect, t.Uint(),
+                                       {b.Emit(spv::Op::OpUGreaterThanEqual, t.Bool(), {fs.subgroupSize, sliced}), b.U(1), b.U(0)});
+  b.Switch(
+      enoughSlices, {1},
+      [&](size_t) {
+        const ir::Instruction version = NewVersion(c, inst);
+        portable(version);
+        b.EmitVoid(spv::Op::OpStore, {result, version.resultId});
+      },
+      [&] { b.EmitVoid(spv::Op::OpStore, {result, AllBitsSet(b, inst.typeId)}); });
+  b.Emit(spv::Op::OpLoad, inst.typeId, {result}, inst.resultId);
+}
+
 // One operation at the cursor `at`, by the lowering of its own file in passes/.
 void LowerOperation(Context& c, FunctionState& fs, const ir::Function& function, Builder& at, const ir::Instruction& inst) {
   OperationReport report = ReportOperation(c, function, inst);
@@ -134,7 +204,8 @@ void LowerOperation(Context& c, FunctionState& fs, const ir::Function& function,
       default: LowerConversion(cursor, fs, op); break;
     }
   };
-  if (registers || ConversionInRegistersAtSomeSize(c, inst)) LowerForEachSubgroupSize(at, inst, lower);
+  auto unlisted = [&](Builder& cursor, const ir::Instruction& op) { LowerAtUnlistedSize(cursor, fs, op); };
+  if (registers || ConversionInRegistersAtSomeSize(c, inst)) LowerForEachSubgroupSize(at, inst, lower, unlisted);
   else lower(at, inst);
   report.microseconds = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - begin).count();
   report.scratchBytes = c.scratch.requestedBytes;

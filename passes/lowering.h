@@ -30,6 +30,9 @@ class Scratch {
   // specialization-constant expression, e.g. from TypeManager::SpecOp).
   void RequireWords(uint32_t wordsId);
   bool Used() const { return variable_ != 0; }
+  // The subgroup size the slices are counted at (the pipeline's smallest): a
+  // workgroup running at a smaller size has more subgroups than slices.
+  uint32_t SlicedSubgroupSize() const;
   uint32_t Variable();
   uint32_t WordsPerSlice();  // id of a uint constant (possibly a specialization constant op)
 
@@ -160,6 +163,9 @@ struct FunctionState {
   std::map<uint32_t, CoordinateTables> coordinates;  // by matrix type id
 };
 
+// The labels a block terminator branches to (none for a return or a non-terminator).
+std::vector<uint32_t> Successors(const ir::Instruction& terminator);
+
 // Inserts instructions at a cursor inside one function and builds structured loops.
 // Renames the predecessor `from` to `to` in the OpPhis of the blocks `terminator`
 // branches to (the terminator of a block that is now labelled `to`).
@@ -182,10 +188,11 @@ class Builder {
   // the function is done (Context::newVariables).
   uint32_t Variable(uint32_t type);
 
-  // switch (selector) { case values[k]: body(k) } as a structured selection whose
-  // default is the last case; each body ends where it leaves the cursor, and the
-  // cursor continues in the merge block.
-  void Switch(uint32_t selector, const std::vector<uint32_t>& values, const std::function<void(size_t)>& body);
+  // switch (selector) { case values[k]: body(k); default: otherwise() } as a
+  // structured selection; each body ends where it leaves the cursor, and the cursor
+  // continues in the merge block.
+  void Switch(uint32_t selector, const std::vector<uint32_t>& values, const std::function<void(size_t)>& body,
+              const std::function<void()>& otherwise);
   // for (i = begin; i < end; i += step) body(i), as a structured loop.
   void Loop(uint32_t begin, uint32_t end, uint32_t step, const std::function<void(uint32_t)>& body);
 

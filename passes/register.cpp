@@ -595,7 +595,18 @@ bool ConversionInRegistersAtSomeSize(Context& c, const ir::Instruction& inst) {
   });
 }
 
-void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst, const std::function<void(Builder&, const ir::Instruction&)>& lower) {
+ir::Instruction NewVersion(Context& c, const ir::Instruction& inst) {
+  ir::Instruction copy = inst;
+  copy.resultId = c.module.TakeId();
+  c.types.SetTypeOf(copy.resultId, inst.typeId);
+  if (c.transposed.count(inst.resultId)) c.transposed.insert(copy.resultId);  // decorations follow the id
+  CopySaturation(c, inst.resultId, copy.resultId);
+  return copy;
+}
+
+void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst,
+                              const std::function<void(Builder&, const ir::Instruction&)>& lower,
+                              const std::function<void(Builder&, const ir::Instruction&)>& unlisted) {
   Context& c = b.context();
   if (c.subgroupSizes.size() == 1) {
     ActiveSubgroupSize active(c, c.subgroupSizes.front());
@@ -604,21 +615,22 @@ void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst, const std
   }
   // One version per size, chosen by SubgroupSize; each stores its result in a
   // Function variable the merge block loads (drivers promote it to registers).
-  TypeManager& t = c.types;
   const uint32_t variable = b.Variable(inst.typeId);
   const uint32_t selector = LoadBuiltin(b, spv::BuiltIn::SubgroupSize);
+  auto version = [&](uint32_t size, const std::function<void(Builder&, const ir::Instruction&)>& how) {
+    ActiveSubgroupSize active(c, size);
+    const ir::Instruction copy = NewVersion(c, inst);
+    how(b, copy);
+    b.EmitVoid(spv::Op::OpStore, {variable, copy.resultId});
+  };
   LowerStats afterFirst;
-  b.Switch(selector, c.subgroupSizes, [&](size_t k) {
-    ActiveSubgroupSize active(c, c.subgroupSizes[k]);
-    ir::Instruction version = inst;
-    version.resultId = c.module.TakeId();
-    t.SetTypeOf(version.resultId, inst.typeId);
-    if (c.transposed.count(inst.resultId)) c.transposed.insert(version.resultId);  // decorations follow the id
-    CopySaturation(c, inst.resultId, version.resultId);
-    lower(b, version);
-    b.EmitVoid(spv::Op::OpStore, {variable, version.resultId});
-    if (k == 0) afterFirst = c.stats;
-  });
+  b.Switch(
+      selector, c.subgroupSizes,
+      [&](size_t k) {
+        version(c.subgroupSizes[k], lower);
+        if (k == 0) afterFirst = c.stats;
+      },
+      [&] { version(0, unlisted); });
   c.stats = afterFirst;  // one operation, however many versions
   b.Emit(spv::Op::OpLoad, inst.typeId, {variable}, inst.resultId);
 }

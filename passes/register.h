@@ -48,11 +48,18 @@ uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images, ui
 // Row (or column) of element `index` (a uint id) of the invocation: lane part XOR index part.
 uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLayout& layout, uint32_t index, bool column);
 
+// A copy of `inst` under a fresh result id that keeps what the lowering reads from
+// its decorations (transpose, saturation): another version of the same operation.
+ir::Instruction NewVersion(Context& c, const ir::Instruction& inst);
+
 // Lowers a register-path operation once per subgroup size the pipeline may run with:
 // directly when there is one, else in an OpSwitch on the SubgroupSize built-in whose
 // cases each hold one size's code (the result is carried through a Function variable).
+// The switch's default, a size outside the list, holds `unlisted`'s code, lowered with
+// no size active (so RegisterLayout finds no layout there).
 void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst,
-                              const std::function<void(Builder&, const ir::Instruction&)>& lower);
+                              const std::function<void(Builder&, const ir::Instruction&)>& lower,
+                              const std::function<void(Builder&, const ir::Instruction&)>& unlisted);
 
 // Whether values of this scalar type can cross lanes: 32-bit ones directly, 8- and
 // 16-bit ones widened to 32 bits, which needs the module's Int8/Int16/Float16.

@@ -273,6 +273,11 @@ void Scratch::Require(const CoopMatType& type, uint32_t extraBytesPerElement) {
   specWords_.push_back(t.SpecOp(t.Uint(), spv::Op::OpUDiv, {padded, t.UintConstant(4)}));
 }
 
+uint32_t Scratch::SlicedSubgroupSize() const {
+  const std::vector<uint32_t>& sizes = context_.options.subgroupSizes;
+  return std::max<uint32_t>(sizes.empty() ? context_.options.minSubgroupSize : *std::min_element(sizes.begin(), sizes.end()), 1);
+}
+
 void Scratch::RequireWords(uint32_t wordsId) {
   Variable();
   if (auto words = context_.types.ConstantValue(wordsId)) {
@@ -483,9 +488,7 @@ void Scratch::Finalize() {
   }
   if (!invocations) Fail("the lowering needs Workgroup scratch but the module has no compute entry point");
   // One slice per subgroup the workgroup can have: at the pipeline's smallest size.
-  const std::vector<uint32_t>& sizes = context_.options.subgroupSizes;
-  const uint32_t minSubgroup =
-      std::max<uint32_t>(sizes.empty() ? context_.options.minSubgroupSize : *std::min_element(sizes.begin(), sizes.end()), 1);
+  const uint32_t minSubgroup = SlicedSubgroupSize();
   auto slicesAt = [&](uint32_t size) {
     return t.SpecOp(t.Uint(), spv::Op::OpUDiv,
                     {t.SpecOp(t.Uint(), spv::Op::OpIAdd, {invocations, t.UintConstant(size - 1)}), t.UintConstant(size)});
@@ -535,6 +538,7 @@ void Scratch::Finalize() {
     if (limit && SaturatingAdd(own, ours) > limit) {
       // At module time a pipeline may still run at a larger size, with fewer slices:
       // leave the check to the pipeline-time lowering, which knows its size.
+      const std::vector<uint32_t>& sizes = context_.options.subgroupSizes;
       const uint32_t largest = sizes.empty() ? minSubgroup : *std::max_element(sizes.begin(), sizes.end());
       const auto fewest = t.ConstantValue(slicesAt(largest));
       if (context_.options.specializationPending && largest > minSubgroup && fewest &&

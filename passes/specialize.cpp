@@ -2,13 +2,21 @@
 // before the lowering so that matrix shapes and Uses become plain constants.
 // Specialization constants take the app's values (or keep their defaults) and are
 // frozen into OpConstant*; OpSpecConstantOp is folded for the integer and boolean
-// operations a shader may use. One it cannot fold stays an OpSpecConstantOp of
-// plain constants, which the driver still evaluates correctly.
+// operations a shader may use, for CompositeExtract / CompositeInsert /
+// VectorShuffle over composites whose parts are constants (glslang's
+// `gl_WorkGroupSize.x` in a constant expression), and for FConvert / QuantizeToF16
+// where the result is the one the driver must produce. One it cannot fold stays an
+// OpSpecConstantOp, which the driver still evaluates; an OpSpecConstantComposite
+// with such a part stays one too (OpConstantComposite may hold only constants).
 #include <algorithm>
+#include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
+#include "ieee_float.h"
 #include "lowering.h"
 
 namespace coopmat {
@@ -20,11 +28,34 @@ struct ScalarType {
   bool isBool = false;
 };
 
+// What an OpSpecConstantOp becomes: its new opcode and operands (type and id stay).
+struct Folded {
+  spv::Op opcode = spv::Op::OpNop;
+  std::vector<uint32_t> operands;
+};
+
+// The float-controls execution modes that decide what a conversion must produce.
+struct FloatModes {
+  std::unordered_map<uint32_t, uint32_t> roundingOf;  // result id -> FPRoundingMode
+  std::set<uint32_t> nearestEven, towardZero, flushToZero;  // widths named by RoundingModeRTE/RTZ, DenormFlushToZero
+};
+
 class Freezer {
  public:
   explicit Freezer(ir::Module& module) : module_(module) {
     for (size_t i = 0; i < module_.globals.size(); ++i)
       if (module_.globals[i].resultId) index_[module_.globals[i].resultId] = i;
+    for (const ir::AppliedDecoration& d : ir::FindDecorations(module_, spv::Decoration::FPRoundingMode))
+      if (!d.literals.empty()) modes_.roundingOf[d.target] = d.literals[0];
+    for (const ir::Instruction& mode : module_.executionModes) {
+      if (mode.opcode != spv::Op::OpExecutionMode || mode.operands.size() < 3) continue;
+      switch (static_cast<spv::ExecutionMode>(mode.operands[1])) {
+        case spv::ExecutionMode::RoundingModeRTE: modes_.nearestEven.insert(mode.operands[2]); break;
+        case spv::ExecutionMode::RoundingModeRTZ: modes_.towardZero.insert(mode.operands[2]); break;
+        case spv::ExecutionMode::DenormFlushToZero: modes_.flushToZero.insert(mode.operands[2]); break;
+        default: break;
+      }
+    }
   }
 
   void Apply(const Specialization& specialization) {
@@ -36,7 +67,10 @@ class Freezer {
       const std::vector<uint8_t>* bytes = nullptr;
       if (specId != specIdOf.end()) {
         auto value = specialization.values.find(specId->second);
-        if (value != specialization.values.end()) bytes = &value->second;
+        // An entry without bytes (size 0 is invalid in Vulkan; the layer drops such
+        // entries) gives no value: the default stands, and ReadBytes never copies
+        // from an empty vector's null data() (undefined behaviour for memcpy).
+        if (value != specialization.values.end() && !value->second.empty()) bytes = &value->second;
       }
       switch (inst.opcode) {
         case spv::Op::OpSpecConstantTrue:
@@ -50,8 +84,17 @@ class Freezer {
           if (bytes) SetLiteral(inst, *bytes);
           inst.opcode = spv::Op::OpConstant;
           break;
-        case spv::Op::OpSpecConstantComposite: inst.opcode = spv::Op::OpConstantComposite; break;
-        case spv::Op::OpSpecConstantOp: Fold(inst); break;
+        case spv::Op::OpSpecConstantComposite:
+          // OpConstantComposite may hold only constants: with a part still a
+          // specialization operation it stays a specialization composite.
+          if (AllFrozen(inst.operands)) inst.opcode = spv::Op::OpConstantComposite;
+          break;
+        case spv::Op::OpSpecConstantOp:
+          if (std::optional<Folded> folded = Fold(inst)) {
+            inst.opcode = folded->opcode;
+            inst.operands = std::move(folded->operands);
+          }
+          break;
         default: break;
       }
     }
@@ -67,6 +110,36 @@ class Freezer {
     return it == index_.end() ? nullptr : &module_.globals[it->second];
   }
 
+  // A non-specialization constant (or OpUndef): what OpConstantComposite may hold.
+  bool IsFrozen(uint32_t id) const {
+    const ir::Instruction* def = Def(id);
+    if (!def) return false;
+    switch (def->opcode) {
+      case spv::Op::OpConstant:
+      case spv::Op::OpConstantTrue:
+      case spv::Op::OpConstantFalse:
+      case spv::Op::OpConstantComposite:
+      case spv::Op::OpConstantNull:
+      case spv::Op::OpUndef: return true;
+      default: return false;
+    }
+  }
+  bool AllFrozen(const std::vector<uint32_t>& ids) const {
+    return std::all_of(ids.begin(), ids.end(), [&](uint32_t id) { return IsFrozen(id); });
+  }
+
+  // The parts of a composite constant, frozen or not (null when `id` is none).
+  const std::vector<uint32_t>* Constituents(uint32_t id) const {
+    const ir::Instruction* def = Def(id);
+    if (!def || (def->opcode != spv::Op::OpConstantComposite && def->opcode != spv::Op::OpSpecConstantComposite))
+      return nullptr;
+    return &def->operands;
+  }
+  uint32_t TypeOf(uint32_t id) const {
+    const ir::Instruction* def = Def(id);
+    return def ? def->typeId : 0;
+  }
+
   ScalarType TypeInfo(uint32_t typeId) const {
     const ir::Instruction* def = Def(typeId);
     if (!def) return {};
@@ -75,6 +148,14 @@ class Freezer {
     if (def->opcode == spv::Op::OpTypeInt && def->Operand(0) >= 1 && def->Operand(0) <= 64)
       return {def->Operand(0), def->Operand(1) == 1, false};
     return {};
+  }
+
+  // The IEEE binary format of an OpTypeFloat of width 16, 32 or 64 without an
+  // FPEncoding (bfloat16 and fp8 are not folded).
+  std::optional<IeeeFormat> FloatFormat(uint32_t typeId) const {
+    const ir::Instruction* def = Def(typeId);
+    if (!def || def->opcode != spv::Op::OpTypeFloat || def->operands.size() != 1) return std::nullopt;
+    return IeeeBinary(def->operands[0]);
   }
 
   static uint64_t ReadBytes(const std::vector<uint8_t>& bytes, size_t size) {
@@ -115,6 +196,20 @@ class Freezer {
     return Truncate(value, type.width);
   }
 
+  // The bits of a frozen float constant of an IEEE binary format.
+  std::optional<uint64_t> FloatBits(uint32_t id, IeeeFormat format) const {
+    const ir::Instruction* def = Def(id);
+    if (!def || def->opcode != spv::Op::OpConstant || def->operands.size() != (format.Width() > 32 ? 2u : 1u))
+      return std::nullopt;
+    const uint64_t bits = def->operands[0] | (format.Width() > 32 ? uint64_t{def->operands[1]} << 32 : 0);
+    return Truncate(bits, format.Width());
+  }
+  static Folded FloatConstant(uint64_t bits, IeeeFormat format) {
+    Folded out{spv::Op::OpConstant, {static_cast<uint32_t>(bits)}};
+    if (format.Width() > 32) out.operands.push_back(static_cast<uint32_t>(bits >> 32));
+    return out;
+  }
+
   static uint64_t Truncate(uint64_t v, uint32_t width) { return width >= 64 ? v : v & ((uint64_t{1} << width) - 1); }
   static int64_t Signed(uint64_t v, uint32_t width) {
     if (width >= 64) return static_cast<int64_t>(v);
@@ -122,19 +217,150 @@ class Freezer {
     return static_cast<int64_t>((v ^ sign) - sign);
   }
 
-  // Folds an OpSpecConstantOp whose operands are frozen scalars; leaves it alone otherwise.
-  void Fold(ir::Instruction& inst) {
-    if (inst.operands.empty()) return;
+  std::optional<Folded> Fold(const ir::Instruction& inst) const {
+    if (inst.operands.empty()) return std::nullopt;
+    switch (static_cast<spv::Op>(inst.operands[0])) {
+      case spv::Op::OpCompositeExtract: return FoldExtract(inst);
+      case spv::Op::OpCompositeInsert: return FoldInsert(inst);
+      case spv::Op::OpVectorShuffle: return FoldShuffle(inst);
+      case spv::Op::OpFConvert: return FoldFConvert(inst);
+      case spv::Op::OpQuantizeToF16: return FoldQuantizeToF16(inst);
+      default: return FoldScalar(inst);
+    }
+  }
+
+  // CompositeExtract Composite Indexes...: the part it names, when that is a
+  // constant (a part of an OpConstantNull is the null of the result type).
+  std::optional<Folded> FoldExtract(const ir::Instruction& inst) const {
+    if (inst.operands.size() < 3) return std::nullopt;
+    uint32_t id = inst.operands[1];
+    for (size_t i = 2; i < inst.operands.size(); ++i) {
+      if (const ir::Instruction* def = Def(id); def && def->opcode == spv::Op::OpConstantNull)
+        return Folded{spv::Op::OpConstantNull, {}};
+      const std::vector<uint32_t>* parts = Constituents(id);
+      if (!parts || inst.operands[i] >= parts->size()) return std::nullopt;
+      id = (*parts)[inst.operands[i]];
+    }
+    const ir::Instruction* part = Def(id);
+    if (!part || !IsFrozen(id) || part->typeId != inst.typeId) return std::nullopt;
+    return Folded{part->opcode, part->operands};
+  }
+
+  // CompositeInsert Object Composite Index: one level deep only (a deeper insert
+  // would need new constants for the inner composites; shapes never take that route).
+  std::optional<Folded> FoldInsert(const ir::Instruction& inst) const {
+    if (inst.operands.size() != 4) return std::nullopt;
+    const uint32_t object = inst.operands[1], composite = inst.operands[2], index = inst.operands[3];
+    const std::vector<uint32_t>* parts = Constituents(composite);
+    if (!parts || index >= parts->size() || TypeOf(composite) != inst.typeId || TypeOf(object) != TypeOf((*parts)[index]))
+      return std::nullopt;
+    std::vector<uint32_t> result = *parts;
+    result[index] = object;
+    if (!AllFrozen(result)) return std::nullopt;
+    return Folded{spv::Op::OpConstantComposite, std::move(result)};
+  }
+
+  // VectorShuffle Vector1 Vector2 Components...: the named parts (an undefined
+  // component, 0xFFFFFFFF, is left to the driver).
+  std::optional<Folded> FoldShuffle(const ir::Instruction& inst) const {
+    if (inst.operands.size() < 4) return std::nullopt;
+    const std::vector<uint32_t>* first = Constituents(inst.operands[1]);
+    const std::vector<uint32_t>* second = Constituents(inst.operands[2]);
+    const ir::Instruction* type = Def(inst.typeId);
+    if (!first || !second || !type || type->opcode != spv::Op::OpTypeVector || type->Operand(1) != inst.operands.size() - 3)
+      return std::nullopt;
+    std::vector<uint32_t> result;
+    for (size_t i = 3; i < inst.operands.size(); ++i) {
+      const uint64_t c = inst.operands[i];
+      if (c < first->size()) result.push_back((*first)[c]);
+      else if (c - first->size() < second->size()) result.push_back((*second)[c - first->size()]);
+      else return std::nullopt;
+    }
+    if (!AllFrozen(result)) return std::nullopt;
+    return Folded{spv::Op::OpConstantComposite, std::move(result)};
+  }
+
+  // The rounding a conversion to `width` bits must use when it rounds: the result's
+  // FPRoundingMode, else the module's RoundingModeRTE/RTZ for the width, else round
+  // to nearest even (which Vulkan allows then). Nullopt: directed rounding (RTP,
+  // RTN) or modes that disagree, left to the driver.
+  std::optional<FloatRounding> RoundingFor(uint32_t resultId, uint32_t width) const {
+    if (auto it = modes_.roundingOf.find(resultId); it != modes_.roundingOf.end()) {
+      if (it->second == static_cast<uint32_t>(spv::FPRoundingMode::RTE)) return FloatRounding::NearestEven;
+      if (it->second == static_cast<uint32_t>(spv::FPRoundingMode::RTZ)) return FloatRounding::TowardZero;
+      return std::nullopt;
+    }
+    const bool nearest = modes_.nearestEven.count(width), towardZero = modes_.towardZero.count(width);
+    if (nearest && towardZero) return std::nullopt;
+    return towardZero ? FloatRounding::TowardZero : FloatRounding::NearestEven;
+  }
+
+  // Converts with the rounding the result must use; nullopt when it rounds and
+  // that rounding is not fixed.
+  std::optional<ConvertedFloat> Convert(uint64_t bits, IeeeFormat from, IeeeFormat to, uint32_t resultId) const {
+    ConvertedFloat nearest = ConvertFloat(bits, from, to, FloatRounding::NearestEven);
+    if (!nearest.inexact) return nearest;
+    const std::optional<FloatRounding> rounding = RoundingFor(resultId, to.Width());
+    if (!rounding) return std::nullopt;
+    return ConvertFloat(bits, from, to, *rounding);
+  }
+
+  // FConvert Value between binary16/32/64. A subnormal operand or result is left to
+  // the driver where the module flushes that width (DenormFlushToZero); elsewhere
+  // Vulkan allows keeping it, which is what IEEE gives.
+  std::optional<Folded> FoldFConvert(const ir::Instruction& inst) const {
+    if (inst.operands.size() != 2) return std::nullopt;
+    const std::optional<IeeeFormat> from = FloatFormat(TypeOf(inst.operands[1])), to = FloatFormat(inst.typeId);
+    if (!from || !to) return std::nullopt;
+    const std::optional<uint64_t> bits = FloatBits(inst.operands[1], *from);
+    if (!bits) return std::nullopt;
+    const std::optional<ConvertedFloat> converted = Convert(*bits, *from, *to, inst.resultId);
+    if (!converted || (converted->subnormalIn && modes_.flushToZero.count(from->Width())) ||
+        (converted->belowNormalOut && modes_.flushToZero.count(to->Width())))
+      return std::nullopt;
+    return FloatConstant(converted->bits, *to);
+  }
+
+  // QuantizeToF16 Value (32-bit float): SPIR-V fixes an infinity, a NaN (a NaN), a
+  // magnitude too large for binary16 (the signed infinity) and one too small for a
+  // normal binary16 (a zero; the sign is kept). Whether a value is too large or too
+  // small is judged after rounding to binary16 precision; where that differs from
+  // the value itself (it rounds across 65504 or 2^-14) the result is left to the driver.
+  std::optional<Folded> FoldQuantizeToF16(const ir::Instruction& inst) const {
+    const std::optional<IeeeFormat> format = FloatFormat(inst.typeId);
+    if (inst.operands.size() != 2 || !format || format->Width() != 32 || TypeOf(inst.operands[1]) != inst.typeId)
+      return std::nullopt;
+    const std::optional<uint64_t> bits = FloatBits(inst.operands[1], kBinary32);
+    if (!bits) return std::nullopt;
+    const auto value = std::bit_cast<float>(static_cast<uint32_t>(*bits));
+    if (std::isnan(value) || std::isinf(value) || value == 0.0f) return FloatConstant(*bits, kBinary32);
+    // binary16's precision with binary32's exponent range: rounded, never flushed or overflowed.
+    constexpr IeeeFormat kHalfPrecision{kBinary32.exponentBits, kBinary16.mantissaBits};
+    const std::optional<ConvertedFloat> rounded = Convert(*bits, kBinary32, kHalfPrecision, inst.resultId);
+    if (!rounded) return std::nullopt;
+    const auto quantized = std::bit_cast<float>(static_cast<uint32_t>(
+        ConvertFloat(rounded->bits, kHalfPrecision, kBinary32, FloatRounding::NearestEven).bits));
+    constexpr float kLargest = 65504.0f, kSmallestNormal = 0x1p-14f;
+    const bool tooLarge = std::fabs(quantized) > kLargest, tooSmall = std::fabs(quantized) < kSmallestNormal;
+    if (tooLarge != (std::fabs(value) > kLargest) || tooSmall != (std::fabs(value) < kSmallestNormal)) return std::nullopt;
+    const uint32_t sign = static_cast<uint32_t>(*bits) & 0x80000000u;
+    if (tooLarge) return FloatConstant(sign | 0x7f800000u, kBinary32);
+    if (tooSmall) return FloatConstant(sign, kBinary32);
+    return FloatConstant(std::bit_cast<uint32_t>(quantized), kBinary32);
+  }
+
+  // The integer and boolean operations, over frozen scalars of those types.
+  std::optional<Folded> FoldScalar(const ir::Instruction& inst) const {
     const auto op = static_cast<spv::Op>(inst.operands[0]);
     const ScalarType result = TypeInfo(inst.typeId);
-    if (!result.width) return;
+    if (!result.width) return std::nullopt;
     std::vector<uint64_t> v;
     std::vector<ScalarType> types;
     for (size_t i = 1; i < inst.operands.size(); ++i) {
       auto value = Value(inst.operands[i]);
-      if (!value) return;
+      if (!value) return std::nullopt;
       v.push_back(*value);
-      types.push_back(TypeInfo(Def(inst.operands[i])->typeId));
+      types.push_back(TypeInfo(TypeOf(inst.operands[i])));
     }
     const uint32_t w = types.empty() ? result.width : types[0].width;
     auto s = [&](size_t i) { return Signed(v[i], types[i].width); };
@@ -186,22 +412,19 @@ class Freezer {
       case spv::Op::OpSelect: if (n == 3) out = v[0] ? v[1] : v[2]; break;
       default: break;
     }
-    if (!out) return;
+    if (!out) return std::nullopt;
     const uint64_t value = Truncate(*out, result.width);
-    if (result.isBool) {
-      inst.opcode = value ? spv::Op::OpConstantTrue : spv::Op::OpConstantFalse;
-      inst.operands.clear();
-      return;
-    }
+    if (result.isBool) return Folded{value ? spv::Op::OpConstantTrue : spv::Op::OpConstantFalse, {}};
     uint64_t literal = value;
     if (result.isSigned && result.width < 32) literal = static_cast<uint64_t>(Signed(value, result.width)) & 0xffffffffu;
-    inst.opcode = spv::Op::OpConstant;
-    inst.operands = {static_cast<uint32_t>(literal)};
-    if (result.width > 32) inst.operands.push_back(static_cast<uint32_t>(value >> 32));
+    Folded folded{spv::Op::OpConstant, {static_cast<uint32_t>(literal)}};
+    if (result.width > 32) folded.operands.push_back(static_cast<uint32_t>(value >> 32));
+    return folded;
   }
 
   ir::Module& module_;
   std::unordered_map<uint32_t, size_t> index_;
+  FloatModes modes_;
 };
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "type_manager.h"
 
 #include "coopmat/layout.h"
+#include "lowering.h"
 
 namespace coopmat {
 
@@ -129,8 +130,26 @@ std::optional<uint32_t> TypeManager::ConstantValue(uint32_t id) const {
 
 std::optional<uint32_t> TypeManager::SpecConstantDefault(uint32_t id) const {
   const ir::Instruction* def = GlobalDef(id);
-  if (!def || def->opcode != spv::Op::OpSpecConstant || def->operands.size() != 1) return std::nullopt;
-  return def->operands[0];
+  if (def && def->opcode == spv::Op::OpSpecConstant && def->operands.size() == 1) return def->operands[0];
+  if (!def || def->opcode != spv::Op::OpSpecConstantOp) return std::nullopt;
+  // An expression (glslang's `gl_WorkGroupSize.x / 4u`): what the freezer makes of
+  // the constants' section with no values given.
+  if (!frozenDefaults_) {
+    ir::Module defaults;
+    defaults.annotations = module_.annotations;
+    defaults.executionModes = module_.executionModes;
+    defaults.globals = module_.globals;
+    FreezeSpecialization(defaults, Specialization{});
+    frozenDefaults_.emplace();
+    for (size_t i = 0; i < defaults.globals.size(); ++i) {
+      const ir::Instruction& frozen = defaults.globals[i];
+      if (module_.globals[i].opcode == spv::Op::OpSpecConstantOp && frozen.opcode == spv::Op::OpConstant &&
+          frozen.operands.size() == 1)
+        (*frozenDefaults_)[frozen.resultId] = frozen.operands[0];
+    }
+  }
+  auto it = frozenDefaults_->find(id);
+  return it == frozenDefaults_->end() ? std::nullopt : std::optional<uint32_t>(it->second);
 }
 
 bool TypeManager::IsSpecConstant(uint32_t id) const {

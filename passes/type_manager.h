@@ -69,7 +69,8 @@ class TypeManager {
   // Value of a plain (non-specialization) 32-bit-or-narrower integer constant.
   std::optional<uint32_t> ConstantValue(uint32_t id) const;
   bool IsSpecConstant(uint32_t id) const;
-  // The default value of an OpSpecConstant of 32 bits or fewer.
+  // The value of an OpSpecConstant of 32 bits or fewer, or of an OpSpecConstantOp
+  // of them, without a VkSpecializationInfo (every constant at its default).
   std::optional<uint32_t> SpecConstantDefault(uint32_t id) const;
 
   // The shape of an OpTypeCooperativeMatrixKHR, or nullopt when id is not one.
@@ -103,6 +104,8 @@ class TypeManager {
   std::map<std::vector<uint32_t>, uint32_t> dedup_;
   std::vector<uint32_t> typeOf_;
   std::vector<bool> decorated_;
+  // SpecConstantDefault's values of OpSpecConstantOps, made on first use.
+  mutable std::optional<std::unordered_map<uint32_t, uint32_t>> frozenDefaults_;
 };
 
 }  // namespace coopmat

@@ -9,6 +9,7 @@
 
 #include "coopmat/layout.h"
 #include "coopmat/lower.h"
+#include "striped_layout.h"
 
 using namespace exec;
 
@@ -220,4 +221,58 @@ TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget]")
     CHECK(result.stats.scratchBytes > 0);
     CHECK(result.routeNote.empty());
   }
+}
+
+// Review 4b565b7 finding 19 at run time. Lavapipe runs subgroups of 8; modules
+// lowered offline for other sizes meet 8 in the default of the SubgroupSize switch.
+// Made-up layouts (cmtest::StripedLayout) make the f16 Acc -> B move a register copy
+// at the listed sizes; before, the default ran the largest listed size's code, which
+// reads lavapipe's registers with the made-up layout: wrong values, silently.
+// - Sizes {4, 16}, layouts at 16 only: the function has the round trip's scratch (at
+//   4), so the default converts through it and matches the CPU reference.
+// - Sizes {16, 32}, layouts at both: no scratch in the function, so the default's
+//   result has every bit set (f16 0xffff, a NaN) and nothing else is written.
+TEST_CASE("convert_at_an_unlisted_subgroup_size", "[exec][convert]") {
+  const ConvertCase acc{Use::Acc, T::F16, 8, 8, Use::B, T::F16};
+  auto options = [](const std::vector<uint32_t>& sizes, const std::vector<uint32_t>& layoutSizes) {
+    coopmat::LowerOptions o;
+    for (uint32_t size : layoutSizes)
+      for (uint32_t use : {coopmat::kUseAccumulator, coopmat::kUseB})
+        o.layouts.push_back(cmtest::StripedLayout({coopmat::kTypeF16, use, 8, 8, size}));
+    o.subgroupSizes = sizes;
+    o.minSubgroupSize = sizes.front();
+    return o;
+  };
+  size_t lowered = 0;
+  auto lowerWith = [&](const coopmat::LowerOptions& o) {
+    return [&lowered, o](const std::vector<uint32_t>& words) {
+      const coopmat::LowerResult result = coopmat::LowerModule(words, o);
+      UNSCOPED_INFO(result.error);
+      REQUIRE(result.ok);
+      ++lowered;
+      return result.words;
+    };
+  };
+  {
+    ShaderTransform transform(lowerWith(options({4, 16}, {16})));
+    EXEC_ENV(env, .layer = false);
+    CheckAll(env, std::vector<ConvertCase>{acc}, {Grid{2, 2}});
+  }
+  CHECK(lowered > 0);
+  lowered = 0;
+  ShaderTransform transform(lowerWith(options({16, 32}, {16, 32})));
+  EXEC_ENV(env, .layer = false);
+  for (const std::string& targetEnv : TargetEnvs()) {
+    INFO(targetEnv);
+    const Grid grid{2, 2};
+    const size_t elements = grid.matrices() * acc.rows * acc.cols;
+    std::vector<Bytes> buffers = {Bytes(elements * 2), Bytes(elements * 2), cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
+    cmtest::ComputeJob job;
+    job.spirv = LoadShader(acc.Name(), targetEnv);
+    REQUIRE(Dispatch(env, job, grid, buffers).empty());
+    size_t allOnes = 0;
+    for (std::byte b : buffers[1]) allOnes += b == std::byte{0xff};
+    CHECK(allOnes == buffers[1].size());
+  }
+  CHECK(lowered > 0);
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "compute.h"
 #include "coopmat/lower.h"
 #include "layer_test_util.h"
 #include "spec_tiles_pipelines.h"
@@ -449,4 +450,49 @@ TEST_CASE("execution-graph and data-graph pipelines get the code lowered for the
   CHECK(CountMessages(instance, kLowered) == 1);
   vkDestroyShaderModule(d, module, nullptr);
   std::filesystem::remove(log);
+}
+// Review 4b565b7 finding 10 through the real loader on lavapipe: a tile whose row
+// count and Use are computed from gl_WorkGroupSize (local_size_x_id = 32: TM = 8,
+// Use B; tests/passes/shaders/workgroup_size_tile.comp). Before, vkCreateShaderModule
+// failed (the computed Use was refused); with the Use accepted, the pipeline-time
+// lowering kept TM a specialization operation and the transpose went through the
+// scratch ("0 in registers"). Now it runs in registers and matches the CPU.
+TEST_CASE("a tile computed from gl_WorkGroupSize runs in registers once the pipeline specializes it",
+          "[layer][specialization]") {
+  if (const char* lowering = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING"); lowering && std::string(lowering) == "portable")
+    SKIP("the register path is off under lowering=portable");
+  constexpr uint32_t kInvocations = 32, kRows = kInvocations / 4, kCols = 8, kGroups = 2;
+  constexpr uint32_t kMatrices = kGroups * kInvocations / 8;  // one per subgroup of 8
+  Instance instance(DebugLogging(false));
+  Device device(instance);
+  REQUIRE(device.ok());
+  for (const char* env : {"spirv1.3", "spirv1.6"}) {
+    INFO(env);
+    std::vector<float> source(kMatrices * kRows * kCols);
+    for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<float>(i % 61) * 0.25f - 7.0f;  // exact in f16
+    std::vector<cmtest::Bytes> buffers{cmtest::ToBytes(source),
+                                       cmtest::ToBytes(std::vector<uint16_t>(source.size(), 0xffff))};
+    cmtest::ComputeJob job;
+    job.spirv = ReadSpirv(std::string(COOPMAT_LAYER_SHADER_DIR) + "/workgroup_size_tile." + env + ".spv");
+    REQUIRE(!job.spirv.empty());
+    job.specialization = {{0, kInvocations}};
+    job.groupCountX = kGroups;
+    const cmtest::ComputeResult run = cmtest::RunCompute(device, job, buffers);
+    INFO(run.Describe());
+    REQUIRE(run);
+    // Each subgroup's TM x 8 matrix, transposed to 8 x TM and converted to f16.
+    const std::vector<_Float16> out = cmtest::FromBytes<_Float16>(buffers[1]);
+    size_t wrong = 0;
+    for (uint32_t m = 0; m < kMatrices; ++m)
+      for (uint32_t r = 0; r < kRows; ++r)
+        for (uint32_t c = 0; c < kCols; ++c) {
+          const size_t base = size_t{m} * kRows * kCols;
+          const float want = source[base + r * kCols + c], got = static_cast<float>(out[base + c * kRows + r]);
+          if (got != want && wrong++ < 4) UNSCOPED_INFO("matrix " << m << " (" << r << ", " << c << "): got " << got << " want " << want);
+        }
+    CHECK(wrong == 0);
+  }
+  CHECK(CountMessages(instance, "1 operations, 1 in registers, lowered in") == 2);
+  CHECK(CountMessages(instance, "operations, 0 in registers") == 0);  // pipeline time (module time is portable)
+  CHECK(instance.problems().empty());
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <random>
@@ -12,6 +13,7 @@
 
 #include "coopmat/lower.h"
 #include "register.h"
+#include "striped_layout.h"
 #include "subgroup_eval.h"
 #include "test_support.h"
 
@@ -631,4 +633,148 @@ TEST_CASE("register path: a conversion with registers at one subgroup size only 
   for (const auto& op : result.operations)
     mixed += op.portableReason.find("registers at subgroup size 32; the scratch at subgroup size 64") != std::string::npos;
   CHECK(mixed > 0);
+}
+
+// ---- Review 4b565b7 finding 19: the per-size switch's default ------------------
+
+namespace {
+
+// Striped layouts of 8x8 matrices of these (component type, Use) pairs at each size.
+std::vector<LinearLayout> StripedLayouts(const std::vector<std::pair<uint32_t, uint32_t>>& types,
+                                         const std::vector<uint32_t>& sizes) {
+  std::vector<LinearLayout> layouts;
+  for (uint32_t size : sizes)
+    for (auto [component, use] : types) {
+      layouts.push_back(cmtest::StripedLayout({component, use, 8, 8, size}));
+      REQUIRE(coopmat::ValidateLayout(layouts.back()).empty());
+    }
+  return layouts;
+}
+
+// What the default of each OpSwitch on the SubgroupSize built-in runs: the
+// instructions of the blocks reachable from its label before the switch's merge.
+std::vector<std::vector<Instruction>> SwitchDefaults(const Module& m) {
+  uint32_t sizeVariable = 0;
+  for (const Instruction& a : m.annotations)
+    if (a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::BuiltIn) &&
+        a.Operand(2) == static_cast<uint32_t>(spv::BuiltIn::SubgroupSize))
+      sizeVariable = a.Operand(0);
+  std::vector<std::vector<Instruction>> defaults;
+  for (const auto& f : m.functions) {
+    std::map<uint32_t, const coopmat::ir::Block*> blocks;
+    std::set<uint32_t> sizeLoads;
+    for (const auto& block : f.blocks) {
+      blocks[block.Label()] = &block;
+      for (const Instruction& i : block.instructions)
+        if (i.opcode == spv::Op::OpLoad && i.Operand(0) == sizeVariable) sizeLoads.insert(i.resultId);
+    }
+    for (const auto& block : f.blocks) {
+      const Instruction& last = block.instructions.back();
+      if (last.opcode != spv::Op::OpSwitch || !sizeLoads.count(last.Operand(0))) continue;
+      const uint32_t merge = block.instructions[block.instructions.size() - 2].Operand(0);
+      std::vector<Instruction> region;
+      std::set<uint32_t> seen{merge};
+      std::vector<uint32_t> stack{last.Operand(1)};
+      while (!stack.empty()) {
+        const uint32_t label = stack.back();
+        stack.pop_back();
+        if (!seen.insert(label).second) continue;
+        for (const Instruction& i : blocks.at(label)->instructions) {
+          region.push_back(i);
+          for (uint32_t next : coopmat::Successors(i)) stack.push_back(next);
+        }
+      }
+      defaults.push_back(std::move(region));
+    }
+  }
+  return defaults;
+}
+
+size_t Count(const std::vector<Instruction>& region, spv::Op op) {
+  return static_cast<size_t>(std::count_if(region.begin(), region.end(), [&](const Instruction& i) { return i.opcode == op; }));
+}
+
+// The all-bits-set constants of the module (by id).
+std::set<uint32_t> AllOnesConstants(const Module& m) {
+  std::set<uint32_t> ids;
+  for (const Instruction& g : m.globals)
+    if (g.opcode == spv::Op::OpConstant && g.operands.size() == 1 &&
+        (g.operands[0] == 0xffffffffu || g.operands[0] == 0xffffu || g.operands[0] == 0xffu))
+      ids.insert(g.resultId);
+  return ids;
+}
+
+}  // namespace
+
+// Register code at every listed size and no scratch in the function: a size outside
+// the list gets a result with every bit set (here GetCoordinate's coordinates), not
+// the largest size's code with the wrong layout, and no shared memory is added.
+TEST_CASE("per-size switch: at an unlisted size a register-only function yields every bit set", "[register]") {
+  coopmat::LowerOptions options;
+  options.layouts = StripedLayouts({{coopmat::kTypeF16, coopmat::kUseA},
+                                    {coopmat::kTypeU8, coopmat::kUseB},
+                                    {coopmat::kTypeF32, coopmat::kUseAccumulator},
+                                    {coopmat::kTypeS32, coopmat::kUseAccumulator}},
+                                   {16, 32});
+  options.subgroupSizes = {16, 32};
+  const auto result = coopmat::LowerModule(passtest::LoadShader("getcoord", "spirv1.6"), options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  CHECK(result.stats.registerPath == result.stats.OpsLowered());
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  const Module m = passtest::ParseOrFail(result.words);
+  CHECK(passtest::FindScratchVariable(m) == 0);
+  const std::set<uint32_t> ones = AllOnesConstants(m);
+  const auto defaults = SwitchDefaults(m);
+  REQUIRE(defaults.size() == result.stats.getCoordinate);
+  for (const auto& region : defaults) {
+    // One (~0u, ~0u), stored for the merge to load; no lane arithmetic of either size.
+    REQUIRE(Count(region, spv::Op::OpCompositeConstruct) == 1);
+    for (const Instruction& i : region)
+      if (i.opcode == spv::Op::OpCompositeConstruct)
+        for (uint32_t part : i.operands) CHECK(ones.count(part));
+    CHECK(Count(region, spv::Op::OpBitwiseAnd) + Count(region, spv::Op::OpShiftRightLogical) +
+              Count(region, spv::Op::OpBitwiseXor) == 0);
+  }
+}
+
+// A function with scratch (the conversions are round trips at size 4 and plain
+// register copies at 16): the default converts through the scratch as the portable
+// path does, at sizes of at least 4 (the slices are counted at 4), and below that
+// yields every bit set.
+TEST_CASE("per-size switch: at an unlisted size a conversion takes the portable round trip", "[register]") {
+  coopmat::LowerOptions options;
+  options.layouts = StripedLayouts({{coopmat::kTypeF16, coopmat::kUseA},
+                                    {coopmat::kTypeF16, coopmat::kUseB},
+                                    {coopmat::kTypeF16, coopmat::kUseAccumulator}},
+                                   {16});
+  options.subgroupSizes = {4, 16};
+  options.minSubgroupSize = 4;
+  const auto words = passtest::LoadShader("convert_use", "spirv1.6");
+  const auto result = coopmat::LowerModule(words, options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  const Module m = passtest::ParseOrFail(result.words);
+  REQUIRE(passtest::FindScratchVariable(m) != 0);
+  const auto defaults = SwitchDefaults(m);
+  REQUIRE(defaults.size() == 4);  // the f16 Acc <-> A/B moves; the integer ones have no layouts at all
+  const std::set<uint32_t> ones = AllOnesConstants(m);
+  for (const auto& region : defaults) {
+    CHECK(Count(region, spv::Op::OpCooperativeMatrixStoreKHR) == 1);  // the round trip
+    CHECK(Count(region, spv::Op::OpCooperativeMatrixLoadKHR) == 1);
+    CHECK(Count(region, spv::Op::OpGroupNonUniformShuffleXor) + Count(region, spv::Op::OpGroupNonUniformShuffle) == 0);
+    // Guarded by SubgroupSize >= 4, else every bit set.
+    bool guarded = false;
+    for (const Instruction& i : region)
+      if (i.opcode == spv::Op::OpUGreaterThanEqual) {
+        for (const Instruction& g : m.globals)
+          if (g.resultId == i.Operand(1)) guarded = g.opcode == spv::Op::OpConstant && g.Operand(0) == 4;
+      }
+    CHECK(guarded);
+    size_t sentinels = 0;
+    for (const Instruction& i : region)
+      sentinels += i.opcode == spv::Op::OpCompositeConstruct && i.operands.size() == 1 && ones.count(i.Operand(0));
+    CHECK(sentinels == 1);
+  }
 }
