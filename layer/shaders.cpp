@@ -543,6 +543,21 @@ template <typename Info> bool RewriteStagesOf(StageRewriter& rewriter, Info& inf
   return info.pStages != nullptr;
 }
 
+// A call whose create infos carry nothing to rewrite but their stage lists (ray
+// tracing NV, execution graphs): each info's stages rewritten, the others created.
+template <typename Info, typename CallDown>
+VkResult CreateFromStageLists(DeviceData& device, uint32_t count, const Info* pCreateInfos, VkPipeline* pPipelines,
+                              const char* where, const CallDown& callDown) {
+  StageRewriter rewriter(device);
+  std::vector<Info> infos(pCreateInfos, pCreateInfos + count);
+  std::vector<bool> ok(count, true);
+  for (uint32_t i = 0; i < count; ++i) {
+    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
+    ok[i] = RewriteStagesOf(rewriter, infos[i], where);
+  }
+  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, callDown);
+}
+
 // The copy of a VkPipelineCreateInfoKHR (pipeline binaries, keys) whose chained
 // compute/graphics/ray-tracing create info has its stages rewritten.
 class PipelineCreateInfoRewriter {
@@ -708,16 +723,10 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesNV(VkDevice device, VkPi
   if (!data) return VK_ERROR_DEVICE_LOST;
   if (!data->emulating)
     return data->dispatch.CreateRayTracingPipelinesNV(device, cache, count, pCreateInfos, pAllocator, pPipelines);
-  StageRewriter rewriter(*data);
-  std::vector<VkRayTracingPipelineCreateInfoNV> infos(pCreateInfos, pCreateInfos + count);
-  std::vector<bool> ok(count, true);
-  for (uint32_t i = 0; i < count; ++i) {
-    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
-    ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesNV");
-  }
-  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkRayTracingPipelineCreateInfoNV* p, VkPipeline* out) {
-    return data->dispatch.CreateRayTracingPipelinesNV(device, cache, n, p, pAllocator, out);
-  });
+  return CreateFromStageLists(*data, count, pCreateInfos, pPipelines, "vkCreateRayTracingPipelinesNV",
+                              [&](uint32_t n, const VkRayTracingPipelineCreateInfoNV* p, VkPipeline* out) {
+                                return data->dispatch.CreateRayTracingPipelinesNV(device, cache, n, p, pAllocator, out);
+                              });
 }
 
 // VK_AMDX_shader_enqueue (RADV has it, beta): stages as in the other pipeline kinds.
@@ -728,17 +737,10 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateExecutionGraphPipelinesAMDX(VkDevice device
   if (!data) return VK_ERROR_DEVICE_LOST;
   if (!data->emulating)
     return data->dispatch.CreateExecutionGraphPipelinesAMDX(device, cache, count, pCreateInfos, pAllocator, pPipelines);
-  StageRewriter rewriter(*data);
-  std::vector<VkExecutionGraphPipelineCreateInfoAMDX> infos(pCreateInfos, pCreateInfos + count);
-  std::vector<bool> ok(count, true);
-  for (uint32_t i = 0; i < count; ++i) {
-    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
-    ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateExecutionGraphPipelinesAMDX");
-  }
-  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines,
-                           [&](uint32_t n, const VkExecutionGraphPipelineCreateInfoAMDX* p, VkPipeline* out) {
-                             return data->dispatch.CreateExecutionGraphPipelinesAMDX(device, cache, n, p, pAllocator, out);
-                           });
+  return CreateFromStageLists(*data, count, pCreateInfos, pPipelines, "vkCreateExecutionGraphPipelinesAMDX",
+                              [&](uint32_t n, const VkExecutionGraphPipelineCreateInfoAMDX* p, VkPipeline* out) {
+                                return data->dispatch.CreateExecutionGraphPipelinesAMDX(device, cache, n, p, pAllocator, out);
+                              });
 }
 
 // VK_ARM_data_graph: the module and its specialization are chained into each info.
