@@ -1,8 +1,7 @@
 // platform.h on Windows (built with MinGW-w64, run on Windows or Wine).
 #include "platform.h"
 
-#define NOMINMAX
-#define WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN  // (libstdc++ defines NOMINMAX)
 #include <fcntl.h>
 #include <io.h>
 #include <windows.h>
