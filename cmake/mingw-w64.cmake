@@ -1,6 +1,7 @@
 # Cross-compiling for 64-bit Windows with Debian's MinGW-w64 (the posix thread model,
 # for std::thread and std::mutex). scripts/windows uses it; COOPMAT_WINDOWS_PREFIX
-# names where the cross-built dependencies are installed.
+# names a prefix holding the Windows side's dependencies (there: the Vulkan and
+# SPIR-V headers, docs/windows.md).
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)
 set(triple x86_64-w64-mingw32)
