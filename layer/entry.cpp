@@ -8,6 +8,7 @@
 
 #include "entry_points.h"
 #include "messages.h"
+#include "platform.h"
 #include "state.h"
 
 namespace coopmat::layer {
@@ -128,7 +129,7 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetPhysicalDeviceProcAddr(VkInstance in
 
 extern "C" {
 
-__attribute__((visibility("default"))) VKAPI_ATTR VkResult VKAPI_CALL
+COOPMAT_EXPORT VKAPI_ATTR VkResult VKAPI_CALL
 vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface* pVersionStruct) {
   if (!pVersionStruct || pVersionStruct->sType != LAYER_NEGOTIATE_INTERFACE_STRUCT)
     return VK_ERROR_INITIALIZATION_FAILED;
@@ -140,17 +141,17 @@ vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface* pVersionStruct
   return VK_SUCCESS;
 }
 
-__attribute__((visibility("default"))) VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+COOPMAT_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
 vkGetInstanceProcAddr(VkInstance instance, const char* pName) {
   return coopmat::layer::GetInstanceProcAddr(instance, pName);
 }
 
-__attribute__((visibility("default"))) VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+COOPMAT_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
 vkGetDeviceProcAddr(VkDevice device, const char* pName) {
   return coopmat::layer::GetDeviceProcAddr(device, pName);
 }
 
-__attribute__((visibility("default"))) VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
+COOPMAT_EXPORT VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL
 vk_layerGetPhysicalDeviceProcAddr(VkInstance instance, const char* pName) {
   return coopmat::layer::GetPhysicalDeviceProcAddr(instance, pName);
 }

@@ -1,12 +1,11 @@
 // coopmat/inspect.h: GLSL through SPIRV-Cross's C API, disassembly through
-// SPIRV-Tools, and the text of LowerResult::operations.
+// SPIRV-Tools (explain.cpp has the text of LowerResult::operations).
 #include "coopmat/inspect.h"
 
 #include <spirv_cross_c.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <iterator>
 #include <map>
 #include <string_view>
@@ -34,20 +33,6 @@ class CrossContext {
  private:
   spvc_context context_ = nullptr;
 };
-
-std::string Located(const OperationReport& op) {
-  std::string text = op.operation + " %" + std::to_string(op.resultId);
-  if (!op.resultName.empty()) text += " \"" + op.resultName + "\"";
-  text += " in function %" + std::to_string(op.functionId);
-  if (!op.functionName.empty()) text += " \"" + op.functionName + "\"";
-  return text;
-}
-
-std::string Microseconds(double us) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.1f us", us);
-  return text;
-}
 
 bool IsIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -204,27 +189,6 @@ TextResult Disassemble(std::span<const uint32_t> words) {
                                 SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_INDENT);
   if (!result.ok && result.error.empty()) result.error = "the disassembler failed without a message";
   return result;
-}
-
-std::string ExplainLowering(const LowerResult& result, const std::string& where) {
-  const LowerStats& s = result.stats;
-  size_t registers = 0;
-  for (const OperationReport& op : result.operations) registers += op.registerPath;
-  std::string text = "# " + where + "\n";
-  if (!result.ok) text += "lowering failed: " + result.error + "\n";
-  text += std::to_string(result.operations.size()) + " operations lowered, " + std::to_string(registers) +
-          " in registers; " + std::to_string(s.wordsIn) + " -> " + std::to_string(s.wordsOut) + " words; scratch " +
-          std::to_string(s.scratchBytesPerSubgroup) + " bytes per subgroup; rewrite " + Microseconds(s.microseconds) +
-          "\n";
-  if (!result.routeNote.empty()) text += result.routeNote + "\n";
-  for (const OperationReport& op : result.operations) {
-    text += Located(op) + ": ";
-    text += op.registerPath ? "register path" : "portable path (" + op.portableReason + ")";
-    text += "; scratch " + std::to_string(op.scratchBytes) + " bytes";
-    if (op.scratchSpecialized) text += " + a size set by specialization constants";
-    text += "; " + Microseconds(op.microseconds) + "\n";
-  }
-  return text;
 }
 
 }  // namespace coopmat

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <optional>
 
+#include "platform.h"
+
 namespace sample {
 namespace {
 
@@ -35,14 +37,12 @@ class ScopedEnvironment {
     for (const auto& [name, value] : variables) {
       const char* old = std::getenv(name.c_str());
       saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
-      setenv(name.c_str(), value.c_str(), 1);
+      coopmat::platform::SetEnvironment(name.c_str(), value.c_str());
     }
   }
   ~ScopedEnvironment() {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) setenv(it->first.c_str(), it->second->c_str(), 1);
-      else unsetenv(it->first.c_str());
-    }
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it)
+      coopmat::platform::SetEnvironment(it->first.c_str(), it->second ? it->second->c_str() : nullptr);
   }
   ScopedEnvironment(const ScopedEnvironment&) = delete;
   ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
@@ -84,8 +84,9 @@ void Context::CreateInstance(const ContextOptions& options) {
   const char* disable = "DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1";
   if (options.layer && !HasLayer(kLayerName))
     throw std::runtime_error(std::string(kLayerName) + " is not on the layer path (set VK_ADD_LAYER_PATH=<build>/layer)");
-  if (!options.layer) setenv(disable, "1", 1);  // also off when installed as an implicit layer
-  if (options.uncachedPipelines) setenv("MESA_SHADER_CACHE_DISABLE", "true", 0);
+  if (!options.layer) coopmat::platform::SetEnvironment(disable, "1");  // also off when installed as an implicit layer
+  if (options.uncachedPipelines && !std::getenv("MESA_SHADER_CACHE_DISABLE"))
+    coopmat::platform::SetEnvironment("MESA_SHADER_CACHE_DISABLE", "true");
 
   uint32_t count = 0;
   vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr);
@@ -116,7 +117,7 @@ void Context::CreateInstance(const ContextOptions& options) {
     const ScopedEnvironment driverEnvironment(options.driverEnvironment);
     created = vkCreateInstance(&info, nullptr, &instance_);
   }
-  if (!options.layer) unsetenv(disable);
+  if (!options.layer) coopmat::platform::SetEnvironment(disable, nullptr);
   Check(created, "vkCreateInstance");
   layer_ = options.layer;
 

@@ -7,8 +7,6 @@
 // With the layer, it also creates a device so the layer discovers the driver's
 // register layouts, prints them, and with --layouts writes them to FILE in the
 // text form coopmat-lower --layouts reads.
-#include <fcntl.h>
-#include <unistd.h>
 #include <vulkan/vulkan.h>
 
 #include <cstdio>
@@ -18,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "platform.h"
 
 namespace {
 
@@ -163,18 +163,14 @@ void CreateDeviceForLayouts(VkPhysicalDevice device) {
   info.pQueueCreateInfos = &queue;
   info.enabledExtensionCount = 2;
   info.ppEnabledExtensionNames = extensions;
-  // The layer also writes its info lines to stderr; the report shows them once, on stdout.
-  std::fflush(stderr);
-  const int savedStderr = dup(STDERR_FILENO);
-  const int devNull = open("/dev/null", O_WRONLY);
-  if (devNull >= 0) dup2(devNull, STDERR_FILENO);
   VkDevice logical = VK_NULL_HANDLE;
-  const VkResult result = vkCreateDevice(device, &info, nullptr, &logical);
-  if (result == VK_SUCCESS) vkDestroyDevice(logical, nullptr);
-  std::fflush(stderr);
-  if (savedStderr >= 0) dup2(savedStderr, STDERR_FILENO);
-  if (devNull >= 0) close(devNull);
-  if (savedStderr >= 0) close(savedStderr);
+  VkResult result;
+  {
+    // The layer also writes its info lines to stderr; the report shows them once, on stdout.
+    const coopmat::platform::SilencedStderr silenced;
+    result = vkCreateDevice(device, &info, nullptr, &logical);
+    if (result == VK_SUCCESS) vkDestroyDevice(logical, nullptr);
+  }
   if (result != VK_SUCCESS) std::printf("    (device creation failed: %d)\n", result);
 }
 
@@ -184,12 +180,9 @@ class ScopedVariable {
  public:
   ScopedVariable(const char* name, const std::string& value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
+    coopmat::platform::SetEnvironment(name, value.c_str());
   }
-  ~ScopedVariable() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
+  ~ScopedVariable() { coopmat::platform::SetEnvironment(name_, old_ ? old_->c_str() : nullptr); }
   ScopedVariable(const ScopedVariable&) = delete;
   ScopedVariable& operator=(const ScopedVariable&) = delete;
 
