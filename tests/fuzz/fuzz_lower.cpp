@@ -2,7 +2,8 @@
 // register layouts, and pipeline-time specializations (fuzz_common.h: LayerCase).
 // Properties: every input is lowered or refused with a message; a refusal leaves no
 // words; a spirv-val-valid input is never refused with an "internal error"; a
-// lowered module parses; a spirv-val-valid input gives a spirv-val-valid output. At
+// lowered module parses and needs no further rewrite (ScanModule); a
+// spirv-val-valid input gives a spirv-val-valid output. At
 // pipeline time the input is the module as the specialization freezes it, and a
 // valid module frozen with its default values must stay valid. The first input word
 // selects the options (it is otherwise the magic number), so the corpus entries carry
@@ -86,6 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // input (the extension's instructions dropped) and keeps the input's bound.
   if (std::string error = coopmat::ir::Parse(result.words, module, words.size()); !error.empty())
     Violation("the output does not parse", error);
+  // The layer hands the output to a driver without the extension.
+  if (const coopmat::ScanResult scan = coopmat::ScanModule(result.words); !scan.ok || scan.usage.NeedsLowering())
+    Violation("the output still needs the rewrite", scan.error);
   if (c.options.specialization && !c.options.specialization->values.empty()) {
     // Freezing with the defaults is what a driver does without VkSpecializationInfo:
     // a valid module stays valid (the values an app gives may make it invalid).
