@@ -3,7 +3,8 @@
 
 Writes GLSL compute shaders drawn from a small grammar (component type, matrix
 shape, workgroup size, a sequence of 1-6 EXT operations, each possibly inside a
-loop, a do-while or a branch), compiles each with glslangValidator for SPIR-V 1.3
+loop, a do-while or a branch; about a third with specialization-constant shapes,
+workgroup size and offsets), compiles each with glslangValidator for SPIR-V 1.3
 or 1.6, and keeps the module and its spirv-opt -O variant when spirv-val accepts
 them. The outputs are libFuzzer seeds (and a corpus to replay): valid input, so
 the lower target's property "valid in, valid out" applies to every one.
@@ -21,7 +22,7 @@ HEADER = """#version 450
 #extension GL_EXT_cooperative_matrix_maintenance1 : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types : require
-layout(local_size_x = {local}) in;
+{constants}layout(local_size_x = {local}{localId}) in;
 layout(set = 0, binding = 0) buffer Data {{ {scalar} d[]; }};
 layout(set = 0, binding = 1) buffer Out {{ uint o[]; }};
 layout(push_constant) uniform PC {{ {scalar} s; uint n; }} pc;
@@ -35,15 +36,28 @@ layout(push_constant) uniform PC {{ {scalar} s; uint n; }} pc;
 void main() {{
   MAT({rows}, {cols}, gl_MatrixUseAccumulator) m;
   coopMatLoad(m, d, 0, {cols}, gl_CooperativeMatrixLayoutRowMajor);
-  uint outBase = 0;
+  uint outBase = {outBase};
+"""
+
+# Specialization-constant shapes (the pipeline fixes the tile size), with derived
+# shapes and offsets as OpSpecConstantOp: what the layer freezes at pipeline time.
+SPEC_CONSTANTS = """layout(constant_id = 0) const uint TM = {rows};
+layout(constant_id = 1) const uint TN = {cols};
+layout(constant_id = 3) const int SK = {sk};
+layout(constant_id = 4) const bool FLAG = {flag};
+const uint TM2 = TM / 2;
+const uint TN2 = TN / 2;
+const uint OFF = uint(SK * 2 + 7) % (TM + 1u) + (TN << 1);
+const bool BIG = TM >= TN;
 """
 
 SCALARS = ["float", "float16_t", "int", "uint"]
 SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
 
 
-def op(rng, rows, cols, k):
-    """One operation on `m` (an Accumulator rows x cols); keeps m's type."""
+def op(rng, rows, cols, k, halves):
+    """One operation on `m` (an Accumulator rows x cols); keeps m's type. rows and
+    cols are numbers or specialization constants' names, halves their halves."""
     kind = rng.choice(["perElement", "perElementMatrix", "reduce", "reduce2x2", "convertA", "convertB",
                        "transpose", "getCoordinate"])
     if kind == "perElement":
@@ -56,9 +70,9 @@ def op(rng, rows, cols, k):
         return (f"  {{ MAT({rows}, {cols}, gl_MatrixUseAccumulator) r{k};"
                 f" coopMatReduceEXT(r{k}, m, gl_CooperativeMatrixReduce{mode}EXT, {fn}); m = r{k}; }}\n")
     if kind == "reduce2x2":
-        return (f"  {{ MAT({rows // 2}, {cols // 2}, gl_MatrixUseAccumulator) r{k};"
+        return (f"  {{ MAT({halves[0]}, {halves[1]}, gl_MatrixUseAccumulator) r{k};"
                 f" coopMatReduceEXT(r{k}, m, gl_CooperativeMatrixReduce2x2EXT, add);"
-                f" coopMatStore(r{k}, d, 1024, {cols // 2}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
+                f" coopMatStore(r{k}, d, 1024, {halves[1]}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
     if kind in ("convertA", "convertB"):
         use = "gl_MatrixUseA" if kind == "convertA" else "gl_MatrixUseB"
         return (f"  {{ MAT({rows}, {cols}, {use}) a{k} = MAT({rows}, {cols}, {use})(m);"
@@ -70,9 +84,11 @@ def op(rng, rows, cols, k):
             " o[outBase + i] = rc.x * 100 + rc.y; }\n")
 
 
-def wrap(rng, body, k):
+def wrap(rng, body, k, spec):
     """Puts an operation into structured control flow, or not."""
-    form = rng.choice(["plain", "plain", "for", "doWhile", "if", "forBreak"])
+    form = rng.choice(["plain", "plain", "for", "doWhile", "if", "forBreak"] + (["specIf"] if spec else []))
+    if form == "specIf":
+        return f"  if (FLAG && BIG) {{\n  {body}  }}\n"
     if form == "for":
         return f"  for (uint i{k} = 0; i{k} < pc.n; ++i{k}) {{\n  {body}  }}\n"
     if form == "doWhile":
@@ -87,9 +103,17 @@ def wrap(rng, body, k):
 def shader(rng):
     scalar = rng.choice(SCALARS)
     rows, cols = rng.choice(SHAPES)
-    text = HEADER.format(local=rng.choice([8, 16, 32, 64]), scalar=scalar, rows=rows, cols=cols)
+    spec = rng.random() < 0.35
+    constants, local_id, out_base, halves = "", "", "0", (rows // 2, cols // 2)
+    if spec:
+        constants = SPEC_CONSTANTS.format(rows=rows, cols=cols, sk=rng.randint(-8, 8), flag=rng.choice(["true", "false"]))
+        local_id = ", local_size_x_id = 2" if rng.random() < 0.5 else ""
+        out_base = rng.choice(["0", "OFF"])
+        rows, cols, halves = "TM", "TN", ("TM2", "TN2")
+    text = HEADER.format(constants=constants, local=rng.choice([8, 16, 32, 64]), localId=local_id, scalar=scalar,
+                         rows=rows, cols=cols, outBase=out_base)
     for k in range(rng.randint(1, 6)):
-        text += wrap(rng, op(rng, rows, cols, k), k)
+        text += wrap(rng, op(rng, rows, cols, k, halves), k, spec)
     text += f"  coopMatStore(m, d, 0, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
     return text
 

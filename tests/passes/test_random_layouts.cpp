@@ -17,15 +17,16 @@
 #include <string>
 
 #include "coopmat/layout.h"
+#include "random_layout.h"
 #include "register.h"
 #include "subgroup_eval.h"
 
-using coopmat::BitImage;
 using coopmat::Coord;
 using coopmat::LayoutKey;
 using coopmat::LinearLayout;
 using passtest::EmitFixture;
 using passtest::SubgroupEvaluator;
+using testsupport::RandomLayout;
 
 namespace {
 
@@ -44,51 +45,6 @@ uint32_t Apply(const std::vector<uint32_t>& images, uint32_t x) {
   for (size_t k = 0; k < images.size(); ++k)
     if (x >> k & 1) out ^= images[k];
   return out;
-}
-
-// A random layout of this key with 2^replicaBits copies of every element: the
-// replica lane bits map to nothing, the other lane and index bits onto the row and
-// column bits by a random bit permutation or, when !permutation, a random
-// invertible GF(2) map (so single input bits may set several coordinate bits).
-LinearLayout RandomLayout(std::mt19937& random, LayoutKey key, uint32_t replicaBits, bool permutation) {
-  const uint32_t R = Log2(key.rows), C = Log2(key.cols), Ls = Log2(key.subgroupSize);
-  const uint32_t Is = R + C + replicaBits - Ls;
-  LinearLayout l;
-  l.key = key;
-  l.length = 1u << Is;
-  const uint32_t n = R + C;
-  // Columns of an invertible n x n matrix over GF(2), as coordinate-bit masks.
-  std::vector<uint32_t> images;
-  for (;;) {
-    images.clear();
-    if (permutation) {
-      for (uint32_t j = 0; j < n; ++j) images.push_back(1u << j);
-      std::shuffle(images.begin(), images.end(), random);
-    } else {
-      for (uint32_t j = 0; j < n; ++j) images.push_back(static_cast<uint32_t>(random()) & ((1u << n) - 1));
-    }
-    // Rank check by elimination.
-    std::vector<uint32_t> pivot(32, 0);  // by highest set bit
-    uint32_t rank = 0;
-    for (uint32_t v : images) {
-      while (v && pivot[31 - std::countl_zero(v)]) v ^= pivot[31 - std::countl_zero(v)];
-      if (v) {
-        pivot[31 - std::countl_zero(v)] = v;
-        ++rank;
-      }
-    }
-    if (rank == n) break;
-  }
-  auto toImage = [&](uint32_t m) { return BitImage{m & ((1u << R) - 1), m >> R}; };
-  std::vector<uint32_t> lanes(Ls);
-  for (uint32_t k = 0; k < Ls; ++k) lanes[k] = k;
-  std::shuffle(lanes.begin(), lanes.end(), random);
-  std::vector<bool> replica(Ls, false);
-  for (uint32_t k = 0; k < replicaBits; ++k) replica[lanes[k]] = true;
-  size_t next = 0;
-  for (uint32_t k = 0; k < Ls; ++k) l.laneBits.push_back(replica[k] ? BitImage{} : toImage(images[next++]));
-  for (uint32_t k = 0; k < Is; ++k) l.indexBits.push_back(toImage(images[next++]));
-  return l;
 }
 
 struct Shape {
