@@ -61,7 +61,10 @@ def shim_environment(gpu, cache):
     env = dict(os.environ)
     # force_enable: the layer rows measure the layer even once RADV or NVK implement the
     # extension themselves (the layer would step aside and the rows measure the driver).
+    # Mesa's shader cache in a folder of its own: tests run here point XDG_CACHE_HOME at
+    # fresh folders and remove them while the instance's cache thread still writes there.
     env.update({"LD_PRELOAD": shim, "VK_DRIVER_FILES": icd, "XDG_CACHE_HOME": cache,
+                "MESA_SHADER_CACHE_DIR": os.path.join(cache, "mesa"),
                 "VK_COOPMAT_MAINTENANCE1_FORCE_ENABLE": "true"})
     if is_nvk(gpu):
         env.update({"NOUVEAU_CHIPSET": gpu, "VK_COOPMAT_MAINTENANCE1_BUILTIN_LAYOUTS": "nvidia-mma"})
