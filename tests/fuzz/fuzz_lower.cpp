@@ -13,6 +13,7 @@
 // lowered operations and how many lowered some in registers (the smoke run checks
 // that the register path and the pipeline-time freezing were reached).
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -36,20 +37,24 @@ struct KindCount {
   uint64_t specialized = 0;  // pipeline time: the specialization gave a value to a SpecId
 };
 
-// Printed when libFuzzer exits normally (-runs or -max_total_time reached).
+// Printed when libFuzzer exits normally (-runs or -max_total_time reached), and as
+// "fuzz_lower kind (after N runs)" at every power of two from 2^14 runs on: an
+// interrupted run (libFuzzer then skips the exit handlers) keeps its last figures.
 struct Counts {
   std::array<std::array<KindCount, 3>, 2> kinds{};  // [pipelineTime][LayoutKind]
-  ~Counts() {
+  uint64_t runs = 0;
+  void Print(const char* label) const {
     static const char* const kLayouts[] = {"no layouts", "built-in layouts", "random layouts"};
     for (int time = 0; time < 2; ++time)
       for (int layouts = 0; layouts < 3; ++layouts) {
         const KindCount& k = kinds[time][layouts];
-        std::fprintf(stderr, "fuzz_lower kind: %s, %s: runs=%llu lowered=%llu register=%llu specialized=%llu\n",
+        std::fprintf(stderr, "%s: %s, %s: runs=%llu lowered=%llu register=%llu specialized=%llu\n", label,
                      time ? "pipeline time" : "module time", kLayouts[layouts], static_cast<unsigned long long>(k.runs),
                      static_cast<unsigned long long>(k.lowered), static_cast<unsigned long long>(k.registers),
                      static_cast<unsigned long long>(k.specialized));
       }
   }
+  ~Counts() { Print("fuzz_lower kind"); }
 };
 Counts counts;
 
@@ -65,6 +70,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Word 0 holds the option set; the module sees the magic number there.
   std::vector<uint32_t> words = fuzz::Words(data, size);
   words[0] = 0x07230203u;
+  if (counts.runs >= (1u << 14) && std::has_single_bit(counts.runs))
+    counts.Print(("fuzz_lower kind (after " + std::to_string(counts.runs) + " runs)").c_str());
+  ++counts.runs;
   const fuzz::LowerCase c = fuzz::LayerCase(selector, words);
   KindCount& count = counts.kinds[c.pipelineTime][static_cast<int>(c.layouts)];
   ++count.runs;
