@@ -96,6 +96,8 @@ class MatrixRewrite {
   const Matrix* MatrixValue(uint32_t id) { return MatrixType(T().TypeOf(id)); }
   const Matrix& MatrixOperand(const ir::Instruction& inst, uint32_t id, const char* what);
   std::vector<std::pair<uint32_t, uint32_t>> Coordinates(Builder& b, const Matrix& matrix);
+  uint32_t ComponentBits(Builder& b, uint32_t value);
+  uint32_t ComponentFromBits(Builder& b, uint32_t word, uint32_t component);
   void LoadOrStore(Builder& b, const ir::Instruction& inst, bool store);
   void Scatter(Builder& b, uint32_t base, uint32_t offset, uint32_t value, const Matrix& matrix, bool transpose = false,
                const std::function<uint32_t(uint32_t)>& convert = nullptr);

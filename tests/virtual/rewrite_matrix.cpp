@@ -146,6 +146,24 @@ std::vector<std::pair<uint32_t, uint32_t>> MatrixRewrite::Coordinates(Builder& b
   return coords;
 }
 
+// A component of fewer than 32 bits as the low bits of a word, the rest zero. A 16-bit
+// float goes through a vector of two, so that no Int16 capability is needed.
+uint32_t MatrixRewrite::ComponentBits(Builder& b, uint32_t value) {
+  const uint32_t type = T().TypeOf(value);
+  if (!T().IsFloatType(type)) return b.Emit(Op::OpUConvert, T().Uint(), {value});  // zero-extends signed ones too
+  const uint32_t pair = b.Emit(Op::OpCompositeConstruct, T().Vector(type, 2), {value, value});
+  return b.And(b.Emit(Op::OpBitcast, T().Uint(), {pair}), b.U(0xffff));
+}
+
+// The component of type `component` in the low bits of `word`.
+uint32_t MatrixRewrite::ComponentFromBits(Builder& b, uint32_t word, uint32_t component) {
+  if (T().IsFloatType(component))
+    return b.Emit(Op::OpCompositeExtract, component, {b.Emit(Op::OpBitcast, T().Vector(component, 2), {word}), 0});
+  const uint32_t narrow = T().Int(T().ScalarWidth(component), false);
+  const uint32_t value = b.Emit(Op::OpUConvert, narrow, {word});
+  return narrow == component ? value : b.Emit(Op::OpBitcast, component, {value});
+}
+
 void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool store) {
   ++c_.result.matrixOps;
   const uint32_t pointer = inst.Operand(0);
@@ -160,8 +178,9 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
   if (T().ScalarWidth(T().TypeOf(strideId)) != 32) Fail(Describe(inst) + ": only 32-bit strides are emulated");
   const uint32_t stride = b.AsIntType(strideId, T().Uint());
 
-  // The pointer is an access chain whose last index walks the elements: each
-  // element gets the same chain with that index moved.
+  // The pointer is an access chain whose last index walks an array of P (a scalar or
+  // a vector): each element gets the same chain with that index moved. The stride and
+  // that index count P; the matrix's components lie packed in the P they fill.
   auto def = c_.defs.find(pointer);
   if (def == c_.defs.end() || (def->second.opcode != Op::OpAccessChain && def->second.opcode != Op::OpInBoundsAccessChain) ||
       def->second.operands.size() < 2)
@@ -169,31 +188,61 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
   const ir::Instruction chain = def->second;
   const ir::Instruction* pointerType = T().GlobalDef(chain.typeId);
   const uint32_t pointee = pointerType ? pointerType->Operand(1) : 0;
+  const ir::Instruction* pointeeDef = T().GlobalDef(pointee);
+  const bool vector = pointeeDef && pointeeDef->opcode == Op::OpTypeVector;
+  const uint32_t scalar = vector ? pointeeDef->Operand(0) : pointee;  // what one access below reads or writes
+  const uint32_t vectorSize = vector ? pointeeDef->Operand(1) : 1;
   const uint32_t component = matrix.info.componentType;
-  const bool sameBits = pointee == component ||
-                        (T().ScalarWidth(pointee) == T().ScalarWidth(component) && T().IsIntType(pointee) && T().IsIntType(component));
-  if (!sameBits)
-    Fail(Describe(inst) + ": loads and stores through a pointer to another type than the component type are not emulated");
+  const uint32_t scalarBits = T().ScalarWidth(scalar), componentBits = T().ScalarWidth(component);
+  if (!scalarBits || scalarBits > 32 || scalarBits < componentBits || scalarBits % componentBits)
+    Fail(Describe(inst) + ": loads and stores through a pointer to " + std::to_string(scalarBits) + "-bit values of " +
+         std::to_string(componentBits) + "-bit components are not emulated");
+  const uint32_t perScalar = scalarBits / componentBits;  // components packed in one scalar
+  const uint32_t perPointee = perScalar * vectorSize;     // ... in one P
+  if (store && perScalar > 1 && (scalarBits != 32 || !T().IsIntType(scalar)))
+    Fail(Describe(inst) + ": stores of packed components are emulated through 32-bit integers only");
   const uint32_t lastIndex = chain.operands.back();
   if (T().ScalarWidth(T().TypeOf(lastIndex)) != 32) Fail(Describe(inst) + ": only 32-bit access chain indices are emulated");
   const uint32_t first = b.AsIntType(lastIndex, T().Uint());
   const bool rowMajor = *memoryLayout == 0;
+  const uint32_t scalarPointer = vector ? T().Pointer(static_cast<spv::StorageClass>(pointerType->Operand(0)), scalar) : chain.typeId;
 
   const auto coords = Coordinates(b, matrix);
   std::vector<uint32_t> elements;
   for (uint32_t e = 0; e < matrix.length; ++e) {
     const auto [row, col] = coords[e];
-    const uint32_t offset = rowMajor ? b.Add(b.Mul(row, stride), col) : b.Add(b.Mul(col, stride), row);
+    // The element's place counted in components from the start of the array.
+    const uint32_t strideUnits = perPointee == 1 ? stride : b.Mul(stride, b.U(perPointee));
+    const uint32_t offset = rowMajor ? b.Add(b.Mul(row, strideUnits), col) : b.Add(b.Mul(col, strideUnits), row);
+    const uint32_t unit = b.Add(perPointee == 1 ? first : b.Mul(first, b.U(perPointee)), offset);
     std::vector<uint32_t> operands(chain.operands.begin(), chain.operands.end() - 1);
-    operands.push_back(b.Add(first, offset));
-    const uint32_t element = b.Emit(chain.opcode, chain.typeId, operands);
+    operands.push_back(perPointee == 1 ? unit : b.Div(unit, b.U(perPointee)));
+    if (vector) operands.push_back(b.Div(b.Mod(unit, b.U(perPointee)), b.U(perScalar)));
+    const uint32_t at = b.Emit(chain.opcode, scalarPointer, operands);
+    // Where the component sits in its scalar (bits), when several share one.
+    const uint32_t shift = perScalar == 1 ? 0 : b.Mul(b.Mod(unit, b.U(perScalar)), b.U(componentBits));
     if (store) {
       uint32_t value = b.Emit(Op::OpCompositeExtract, component, {object, e});
-      if (pointee != component) value = b.Emit(Op::OpBitcast, pointee, {value});
-      b.EmitVoid(Op::OpStore, {element, value});
+      if (perScalar == 1) {
+        if (scalar != component) value = b.Emit(Op::OpBitcast, scalar, {value});
+        b.EmitVoid(Op::OpStore, {at, value});
+        continue;
+      }
+      // Neighbours in the same word belong to other invocations: clear and set this
+      // component's bits atomically (replicas write the same bits).
+      const uint32_t bits = b.ShiftLeft(ComponentBits(b, value), shift);
+      const uint32_t keep = b.Emit(Op::OpNot, T().Uint(), {b.ShiftLeft(b.U((1u << componentBits) - 1), shift)});
+      const uint32_t scope = b.U(kScopeWorkgroup), relaxed = b.U(0);
+      b.Emit(Op::OpAtomicAnd, scalar, {at, scope, relaxed, b.AsIntType(keep, scalar)});
+      b.Emit(Op::OpAtomicOr, scalar, {at, scope, relaxed, b.AsIntType(bits, scalar)});
     } else {
-      uint32_t value = b.Emit(Op::OpLoad, pointee, {element});
-      if (pointee != component) value = b.Emit(Op::OpBitcast, component, {value});
+      uint32_t value = b.Emit(Op::OpLoad, scalar, {at});
+      if (perScalar > 1) {
+        const uint32_t word = T().ScalarWidth(scalar) == 32 ? b.AsIntType(value, T().Uint())
+                                                             : b.Emit(Op::OpUConvert, T().Uint(), {b.AsIntType(value, T().Int(scalarBits, false))});
+        value = ComponentFromBits(b, b.ShiftRight(word, shift), component);
+      }
+      if (T().TypeOf(value) != component) value = b.Emit(Op::OpBitcast, component, {value});
       elements.push_back(value);
     }
   }
