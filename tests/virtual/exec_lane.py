@@ -29,6 +29,8 @@ def main():
     lowering = os.environ.get("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto")
     print(f"profile {os.path.basename(profile)}, lowering={lowering}, sample {fraction} with seed {seed} "
           f"(COOPMAT_VIRTUAL_SEED={seed} draws it again)", flush=True)
+    drawn = [l for l in open(profile) if l.startswith("# Drawn")]  # a random profile says how to draw it again
+    print("".join(drawn), end="", flush=True)
     run = subprocess.run([binary, *catch_args], env=env, capture_output=True, text=True, timeout=1800)
     out = run.stdout + run.stderr
     lines = open(log).read().splitlines() if os.path.exists(log) else []
