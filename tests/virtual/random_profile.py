@@ -2,7 +2,7 @@
 """Writes a virtual device profile whose layouts are drawn at random: for each matrix type
 a random GF(2)-linear map from (lane, index) bits onto (row, col) bits, so that the layer's
 probe and register path meet layouts no driver has (images that mix rows and columns,
-replication on any lane bits, any subgroup size from 8 to 64).
+replication on any lane bits, a subgroup size of 16, 32 or 64).
 
   random_profile.py <out.txt>
 
@@ -35,10 +35,9 @@ def image_text(mask):
 def random_layout(rng, type_name, use, size):
     lane_bits = size.bit_length() - 1
     coord_bits = len(COORD_BITS)
-    # Replicated lane bits (images 0), as long as an invocation holds at most 32 elements
-    # (drivers hold 4 to 16 of a 16x16 matrix; lavapipe compiles the register code of
-    # longer ones for seconds).
-    replicas = min(rng.choice([0, 0, 1, 1, 2, 3]), max(0, lane_bits - 3))
+    # Replicated lane bits (images 0), as long as an invocation holds at most 16 elements,
+    # as drivers do (lavapipe compiles the register code of longer ones for seconds).
+    replicas = min(rng.choice([0, 0, 1, 1, 2]), lane_bits - 4)
     index_bits = coord_bits - (lane_bits - replicas)
     # A random invertible map: the non-replica lane bits and the index bits get the
     # images of a random basis of the 8 coordinate bits: single bits in a random order
@@ -62,7 +61,7 @@ def main():
     out = sys.argv[1]
     seed = int(os.environ.get("COOPMAT_VIRTUAL_PROFILE_SEED") or random.randrange(1, 2**31))
     rng = random.Random(seed)
-    size = rng.choice([8, 16, 32, 64])
+    size = rng.choice([16, 32, 64])  # 8 lanes would hold 32 elements each (the lavapipe profile has 8)
     lines = [
         f"# Drawn by random_profile.py with seed {seed} (COOPMAT_VIRTUAL_PROFILE_SEED={seed} draws it again).",
         "name random-gf2",
