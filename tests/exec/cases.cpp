@@ -6,7 +6,7 @@ namespace exec {
 
 namespace {
 
-std::string Dims(uint32_t r, uint32_t c) { return std::to_string(r) + "x" + std::to_string(c); }
+std::string DimsName(uint32_t r, uint32_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
 // Seeds differ per matrix, so every subgroup gets its own data.
 std::vector<Matrix> RandomMatrices(size_t count, T t, uint32_t rows, uint32_t cols, uint32_t seed, double lo,
@@ -43,7 +43,7 @@ void Note(std::ostringstream& s, size_t matrix, const std::string& what) {
 // ---------------------------------------------------------------------------
 std::string GetCoordCase::Name() const {
   std::string name = std::string("getcoord_") + exec::Name(use) + "_" + exec::Name(type) + "_" +
-                     (specDims ? std::string("spec") : Dims(rows, cols));
+                     (specDims ? std::string("spec") : DimsName(rows, cols));
   if (!suffix.empty()) name += "_" + suffix;
   return name;
 }
@@ -68,6 +68,8 @@ std::string Run(const Env& env, const GetCoordCase& c, const std::string& target
   const std::vector<uint32_t> bits = cmtest::FromBytes<uint32_t>(buffers[1]);
   const std::vector<uint32_t> count = cmtest::FromBytes<uint32_t>(buffers[2]);
   const std::vector<uint32_t> errors = cmtest::FromBytes<uint32_t>(buffers[3]);
+  // Every element once per invocation that holds it.
+  const uint32_t replicas = env.Replicas(c.use, c.type, c.rows, c.cols);
   std::ostringstream s;
   if (errors[0]) s << " " << errors[0] << " coordinates out of range;";
   if (errors[1]) s << " " << errors[1] << " application shared-memory words damaged;";
@@ -77,7 +79,7 @@ std::string Run(const Env& env, const GetCoordCase& c, const std::string& target
     for (uint32_t r = 0; r < c.rows; ++r)
       for (uint32_t col = 0; col < c.cols; ++col) {
         const size_t i = k * elems + size_t(r) * c.cols + col;
-        if (count[i] != 1) {
+        if (count[i] != replicas) {
           if (wrongCount++ == 0) first << " (" << r << "," << col << ") written " << count[i] << " times;";
         } else if (bits[i] != Bits(c.type, in[k].at(r, col))) {
           if (wrongValue++ == 0)
@@ -86,7 +88,8 @@ std::string Run(const Env& env, const GetCoordCase& c, const std::string& target
         }
       }
     if (wrongCount || wrongValue)
-      Note(s, k, std::to_string(wrongCount) + " elements not written exactly once, " + std::to_string(wrongValue) +
+      Note(s, k, std::to_string(wrongCount) + " elements not written exactly " + std::to_string(replicas) + " times, " +
+                     std::to_string(wrongValue) +
                      " with the wrong value:" + first.str());
   }
   return s.str();
@@ -107,7 +110,7 @@ const char* Name(ElemOp op) {
 
 std::string PerElemCase::Name() const {
   return std::string(nv ? "perelem_nv_" : "perelem_") + exec::Name(op) + "_" + exec::Name(use) + "_" + exec::Name(type) + "_" +
-         Dims(rows, cols);
+         DimsName(rows, cols);
 }
 
 std::string Run(const Env& env, const PerElemCase& c, const std::string& targetEnv, const Grid& grid) {
@@ -155,7 +158,7 @@ std::string Run(const Env& env, const PerElemCase& c, const std::string& targetE
 // ---------------------------------------------------------------------------
 std::string ReduceCase::Name() const {
   std::string name = std::string("reduce_") + MaskName(mask) + "_" + exec::Name(type) + "_" +
-                     (specDims ? std::string("spec") : Dims(rows, cols) + "_" + Dims(resultRows, resultCols));
+                     (specDims ? std::string("spec") : DimsName(rows, cols) + "_" + DimsName(resultRows, resultCols));
   if (!suffix.empty()) name += "_" + suffix;
   return name;
 }
@@ -193,7 +196,7 @@ std::string Run(const Env& env, const ReduceCase& c, const std::string& targetEn
 
 // ---------------------------------------------------------------------------
 std::string ConvertCase::Name() const {
-  std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" + Dims(rows, cols) +
+  std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" + DimsName(rows, cols) +
                      "_to_" + exec::Name(use2) + "_" + exec::Name(type2);
   if (transpose) name += "_t";
   if (nearLimit) return name + "_nearlimit";

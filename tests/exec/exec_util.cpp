@@ -1,8 +1,11 @@
 #include "exec_util.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -30,6 +33,32 @@ size_t Size(T t) {
 }
 
 bool IsFloat(T t) { return t == T::F16 || t == T::F32; }
+
+std::optional<T> TestType(uint32_t vkComponentType) {
+  switch (vkComponentType) {
+    case VK_COMPONENT_TYPE_FLOAT16_KHR: return T::F16;
+    case VK_COMPONENT_TYPE_FLOAT32_KHR: return T::F32;
+    case VK_COMPONENT_TYPE_UINT8_KHR: return T::U8;
+    case VK_COMPONENT_TYPE_SINT8_KHR: return T::S8;
+    case VK_COMPONENT_TYPE_UINT32_KHR: return T::U32;
+    case VK_COMPONENT_TYPE_SINT32_KHR: return T::S32;
+    default: return std::nullopt;
+  }
+}
+
+namespace {
+uint32_t VkComponentType(T t) {
+  switch (t) {
+    case T::F16: return VK_COMPONENT_TYPE_FLOAT16_KHR;
+    case T::F32: return VK_COMPONENT_TYPE_FLOAT32_KHR;
+    case T::U8: return VK_COMPONENT_TYPE_UINT8_KHR;
+    case T::S8: return VK_COMPONENT_TYPE_SINT8_KHR;
+    case T::U32: return VK_COMPONENT_TYPE_UINT32_KHR;
+    case T::S32: return VK_COMPONENT_TYPE_SINT32_KHR;
+  }
+  return 0;
+}
+}  // namespace
 
 const char* Name(Use u) {
   switch (u) {
@@ -142,6 +171,38 @@ std::string Compare(const Matrix& got, const Matrix& want) {
 }
 
 // ---------------------------------------------------------------------------
+const VirtualDevice& TheVirtualDevice() {
+  static const VirtualDevice device = [] {
+    VirtualDevice d;
+    const char* path = std::getenv("COOPMAT_VIRTUAL_PROFILE");
+    d.on = path && *path;
+    if (d.on) d.profile = coopmat::virt::ReadProfileFile(path);
+    return d;
+  }();
+  return device;
+}
+
+std::vector<std::string> VirtualLog() {
+  const char* path = std::getenv("COOPMAT_VIRTUAL_LOG");
+  std::ifstream log(path ? path : "");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(log, line);) lines.push_back(line);
+  return lines;
+}
+
+bool IsRewrittenLine(const std::string& line) {
+  return line.starts_with("pipeline profile=" + TheVirtualDevice().profile.profile.name + " ");
+}
+
+std::string Unavailable(const EnvOptions& options) {
+  if (options.flex && TheVirtualDevice().on) return "the virtual device has no flexible dimensions (VK_NV_cooperative_matrix2)";
+  return "";
+}
+
+namespace {
+constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
+}  // namespace
+
 Env::Env(const EnvOptions& options) {
   // The native lane (COOPMAT_EXEC_NATIVE=1, tests/exec/native_lane.sh): the same cases
   // against a driver's own implementation of the extension, without the layer.
@@ -150,6 +211,7 @@ Env::Env(const EnvOptions& options) {
   cmtest::InstanceOptions io;
   io.withLayer = throughLayer_ = options.layer && !native_;
   io.validation = options.validation;
+  if (onVirtualDevice()) io.layersBelow.push_back(kVirtualLayer);
   // Report every occurrence: a test runs many shaders on one instance, and the
   // default limit (10 per message id) would hide findings in later shaders.
   static const VkBool32 kFalse = VK_FALSE;
@@ -176,6 +238,14 @@ Env::Env(const EnvOptions& options) {
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
     vkGetPhysicalDeviceProperties2(instance_->physicalDevice(), &props);
     subgroupSize_ = subgroup.subgroupSize;
+    auto get = instance_->proc<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+        "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+    uint32_t count = 0;
+    if (get && get(instance_->physicalDevice(), &count, nullptr) == VK_SUCCESS) {
+      matrices_.assign(count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+      if (get(instance_->physicalDevice(), &count, matrices_.data()) != VK_SUCCESS) count = 0;
+      matrices_.resize(count);
+    }
   }
   if (options.flex && device_->ok() && !device_->nvCoopmat2()) flexMissing_ = true;
   for (const cmtest::Message& m : instance_->messages()) {
@@ -186,15 +256,70 @@ Env::Env(const EnvOptions& options) {
 
 std::string Env::Problem() const {
   if (!instance_->ok()) return "vkCreateInstance -> " + std::to_string(instance_->createResult());
+  if (onVirtualDevice() && !TheVirtualDevice().profile.ok) return "COOPMAT_VIRTUAL_PROFILE: " + TheVirtualDevice().profile.error;
   if (!device_->ok()) return "vkCreateDevice -> " + std::to_string(device_->createResult());
   if (flexMissing_) return "VK_NV_cooperative_matrix2 (flexible dimensions) not available";
-  if (subgroupSize_ != 8) return "subgroup size " + std::to_string(subgroupSize_) + ", the tests need 8";
+  const uint32_t wanted = onVirtualDevice() ? TheVirtualDevice().profile.profile.defaultSubgroupSize : 8;
+  if (subgroupSize_ != wanted)
+    return "subgroup size " + std::to_string(subgroupSize_) + ", the tests need " + std::to_string(wanted);
   // Through the layer means the layer: not the driver's own extension (force_enable).
   if (throughLayer_ && !layerServes_)
     return "the layer does not serve VK_EXT_cooperative_matrix_maintenance1 on this device";
   if (expectRegisters_ && probedLayouts_ == 0)
     return "the layer's probe found no register layout on this device: the register half would run the portable path";
   return "";
+}
+
+std::optional<Dims> Env::Shape(Use use, T t) const {
+  if (!onVirtualDevice()) return Dims{8, 8};
+  for (const VkCooperativeMatrixPropertiesKHR& p : matrices_) {
+    if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
+    if (use == Use::A && TestType(p.AType) == t) return Dims{p.MSize, p.KSize};
+    if (use == Use::B && TestType(p.BType) == t) return Dims{p.KSize, p.NSize};
+    if (use == Use::Acc && (TestType(p.CType) == t || TestType(p.ResultType) == t)) return Dims{p.MSize, p.NSize};
+  }
+  return std::nullopt;
+}
+
+uint32_t Env::Replicas(Use use, T t, uint32_t rows, uint32_t cols) const {
+  if (!onVirtualDevice()) return 1;
+  const coopmat::LinearLayout* layout =
+      TheVirtualDevice().profile.profile.FindLayout({VkComponentType(t), static_cast<uint32_t>(use), rows, cols, subgroupSize_});
+  return layout ? subgroupSize_ * layout->length / (rows * cols) : 1;
+}
+
+std::optional<std::array<uint32_t, 3>> Env::MulAddShape(T a, T c) const {
+  if (!onVirtualDevice()) return std::array<uint32_t, 3>{8, 8, 8};
+  for (const VkCooperativeMatrixPropertiesKHR& p : matrices_)
+    if (p.scope == VK_SCOPE_SUBGROUP_KHR && TestType(p.AType) == a && TestType(p.BType) == a && TestType(p.CType) == c &&
+        TestType(p.ResultType) == c)
+      return std::array<uint32_t, 3>{p.MSize, p.NSize, p.KSize};
+  return std::nullopt;
+}
+
+std::vector<size_t> Sample(const std::vector<std::string>& names) {
+  static const std::pair<double, uint64_t> sample = [] {
+    const char* text = std::getenv("COOPMAT_EXEC_SAMPLE");
+    double fraction = 1.0;
+    unsigned long long seed = 0;
+    if (text && std::sscanf(text, "%lf:%llu", &fraction, &seed) != 2) fraction = 1.0;
+    return std::pair<double, uint64_t>{fraction, seed};
+  }();
+  std::vector<size_t> chosen;
+  if (names.empty()) return chosen;
+  // FNV-1a of the seed and the name, as a number in [0, 1).
+  auto draw = [&](const std::string& name) {
+    uint64_t h = 1469598103934665603ull ^ sample.second;
+    for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return static_cast<double>(h >> 11) / 9007199254740992.0;
+  };
+  size_t lowest = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (draw(names[i]) < sample.first) chosen.push_back(i);
+    if (draw(names[i]) < draw(names[lowest])) lowest = i;
+  }
+  if (chosen.empty()) chosen.push_back(lowest);
+  return chosen;
 }
 
 const std::vector<std::string>& TargetEnvs() {
@@ -225,15 +350,28 @@ std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env
 
 std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, std::vector<Bytes>& buffers) {
   if (job.spirv.empty()) return "shader missing or empty";
-  if (!grid.literalLocalSize) job.specialization.push_back({0, 8 * grid.subgroupsPerGroup});
+  if (grid.literalLocalSize && env.subgroupSize() != 8)
+    return "a literal local size is written for subgroups of 8, the device runs " + std::to_string(env.subgroupSize());
+  if (!grid.literalLocalSize) job.specialization.push_back({0, env.subgroupSize() * grid.subgroupsPerGroup});
   job.groupCountX = grid.groups;
-  job.requiredSubgroupSize = grid.requiredSubgroupSize;
+  job.requiredSubgroupSize = grid.requireSubgroupSize ? env.subgroupSize() : 0;
   job.requireFullSubgroups = grid.fullSubgroups;
   const size_t before = env.instance().messages().size();
+  const size_t logBefore = env.onVirtualDevice() ? VirtualLog().size() : 0;
   const cmtest::ComputeResult r = cmtest::RunCompute(env.device(), job, buffers);
+  std::vector<std::string> logged;
+  if (env.onVirtualDevice()) {
+    logged = VirtualLog();
+    logged.erase(logged.begin(), logged.begin() + static_cast<ptrdiff_t>(std::min(logBefore, logged.size())));
+  }
+  if (r && env.onVirtualDevice() && std::none_of(logged.begin(), logged.end(), IsRewrittenLine))
+    return "the virtual device did not rewrite the pipeline (no line in COOPMAT_VIRTUAL_LOG)";
   if (r) return "";
-  // What the layer or the driver said about the failure (debug-utils warnings and errors).
+  // What the layer, the virtual device or the driver said about the failure
+  // (debug-utils warnings and errors, the virtual device's log).
   std::string out = r.Describe();
+  for (const std::string& line : logged)
+    if (!IsRewrittenLine(line)) out += " | virtual device: " + line;
   const std::vector<cmtest::Message> messages = env.instance().messages();
   for (size_t i = before; i < messages.size(); ++i)
     if (messages[i].severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) out += " | " + messages[i].text;

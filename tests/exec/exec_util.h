@@ -4,11 +4,14 @@
 #pragma once
 
 #include "compute.h"
+#include "profile.h"
 #include "vk_context.h"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +26,8 @@ enum class T { F16, F32, U8, S8, U32, S32 };
 const char* Name(T t);  // "f16", "f32", "u8", "s8", "u32", "s32"
 size_t Size(T t);
 bool IsFloat(T t);
+// The test type of a VkComponentTypeKHR, if the tests have one.
+std::optional<T> TestType(uint32_t vkComponentType);
 // The value a conversion of v into t produces: floats round to nearest even,
 // float -> int truncates toward zero, integers wrap modulo 2^width (two's complement).
 double Wrap(T t, double v);
@@ -58,10 +63,20 @@ std::vector<Matrix> Unpack(const Bytes& bytes, T t, uint32_t rows, uint32_t cols
 // mismatches and the first few "(r,c) got X want Y".
 std::string Compare(const Matrix& got, const Matrix& want);
 
+struct Dims {
+  uint32_t rows = 0, cols = 0;
+  bool operator==(const Dims&) const = default;
+};
+
 // ---------------------------------------------------------------------------
 // An instance with our layer and a device with maintenance1 enabled (plus NV
 // flexible dimensions when flex), or, with layer=false, the bare driver with
 // VK_KHR_cooperative_matrix only (and NV coopmat2 when flex).
+//
+// With COOPMAT_VIRTUAL_PROFILE set (tests/virtual's exec lane), the virtual device
+// VK_LAYER_COOPMAT_TEST_virtual_device sits below the layer and the driver looks and
+// computes like that profile: its subgroup size, its matrix configurations and
+// layouts, no NV flexible dimensions.
 struct EnvOptions {
   bool flex = false;
   bool layer = true;
@@ -69,19 +84,48 @@ struct EnvOptions {
   bool allPaths = false;  // also VK_KHR_maintenance5 (inline stage code) and VK_EXT_shader_object
 };
 
+// The virtual device: whether COOPMAT_VIRTUAL_PROFILE names a profile (the suite then
+// runs on it), the profile as tests/virtual/profile.h reads it, or why it cannot be read.
+struct VirtualDevice {
+  bool on = false;
+  coopmat::virt::ProfileResult profile;
+};
+const VirtualDevice& TheVirtualDevice();
+// Its log (COOPMAT_VIRTUAL_LOG): one line per compute pipeline it rewrote or refused.
+std::vector<std::string> VirtualLog();
+// Whether a log line says it rewrote a pipeline under its profile.
+bool IsRewrittenLine(const std::string& line);
+// Why options cannot run here ("" when they can): the virtual device has no flexible dimensions.
+std::string Unavailable(const EnvOptions& options);
+
 class Env {
  public:
   explicit Env(const EnvOptions& options = {});
-  // "" when usable; otherwise why not (also checks subgroup size 8, which the
-  // lavapipe coopmat implementation needs).
+  // "" when usable; otherwise why not (also checks the subgroup size: 8, which the
+  // lavapipe coopmat implementation needs, or the virtual device's profile's).
   std::string Problem() const;
   const cmtest::Device& device() const { return *device_; }
   const cmtest::Instance& instance() const { return *instance_; }
   void ClearMessages() const { instance_->clearMessages(); }
+  uint32_t subgroupSize() const { return subgroupSize_; }
+  bool onVirtualDevice() const { return TheVirtualDevice().on; }
+
+  // The shape the tests give a matrix of `use` and component type `t` where they do
+  // not test shapes themselves: 8x8 on lavapipe (it runs every type at 8x8, listed or
+  // not); on the virtual device the first configuration the device lists with that
+  // type in that use (16x16 on RADV, 16x32 for 8-bit A on NVIDIA), none if none does.
+  std::optional<Dims> Shape(Use use, T t) const;
+  // M, N, K of the first configuration with A and B of `a` and C of `c` (8, 8, 8 on lavapipe).
+  std::optional<std::array<uint32_t, 3>> MulAddShape(T a, T c) const;
+  // How many invocations hold each element of a rows x cols (use, t) matrix: 1 on
+  // lavapipe; on the virtual device what its profile's layout says (RDNA3 keeps A
+  // and B in both halves of a wave32).
+  uint32_t Replicas(Use use, T t, uint32_t rows, uint32_t cols) const;
 
  private:
   std::unique_ptr<cmtest::Instance> instance_;
   std::unique_ptr<cmtest::Device> device_;
+  std::vector<VkCooperativeMatrixPropertiesKHR> matrices_;
   uint32_t subgroupSize_ = 0;
   bool flexMissing_ = false;
   bool expectRegisters_ = false;  // through the layer with lowering=auto
@@ -91,11 +135,20 @@ class Env {
   size_t probedLayouts_ = 0;      // the layer's "layout: ...  # probed" lines for this device
 };
 
-// Creates an Env and REQUIREs it to be usable.
-#define EXEC_ENV(name, ...)                      \
-  ::exec::Env name{::exec::EnvOptions{__VA_ARGS__}}; \
-  INFO("environment: " << name.Problem());       \
+// Creates an Env and REQUIREs it to be usable; SKIPs the rest of the test case where
+// its options cannot run (flexible dimensions on the virtual device).
+#define EXEC_ENV(name, ...)                                                                 \
+  const ::exec::EnvOptions name##Options{__VA_ARGS__};                                      \
+  if (const std::string why = ::exec::Unavailable(name##Options); !why.empty()) SKIP(why); \
+  ::exec::Env name{name##Options};                                                          \
+  INFO("environment: " << name.Problem());                                                  \
   REQUIRE(name.Problem().empty())
+
+// COOPMAT_EXEC_SAMPLE=<fraction>:<seed> (the virtual device's lane, which runs the
+// suite under many profiles): of the runs one CheckAll would make, those whose name
+// hashes with the seed below the fraction, and always at least one. Unset: all.
+// Returns the indices of `names` to run.
+std::vector<size_t> Sample(const std::vector<std::string>& names);
 
 // Target environments every shader is compiled for.
 const std::vector<std::string>& TargetEnvs();
@@ -113,14 +166,14 @@ class ShaderTransform {
 };
 std::string ShaderPath(const std::string& name, const std::string& env);
 
-// How a variant is dispatched: `subgroupsPerGroup` subgroups of 8 per workgroup
-// (spec constant 0 = local_size_x unless the shader has a literal size), `groups`
-// workgroups; one matrix per subgroup.
+// How a variant is dispatched: `subgroupsPerGroup` subgroups of the device's size
+// per workgroup (spec constant 0 = local_size_x unless the shader has a literal size,
+// which is written for subgroups of 8), `groups` workgroups; one matrix per subgroup.
 struct Grid {
   uint32_t subgroupsPerGroup = 1;
   uint32_t groups = 2;
   bool literalLocalSize = false;
-  uint32_t requiredSubgroupSize = 0;
+  bool requireSubgroupSize = false;  // VkPipelineShaderStageRequiredSubgroupSizeCreateInfo: the device's size
   // VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT; only SPIR-V 1.6
   // modules may leave it off (VUID-RuntimeSpirv-OpTypeCooperativeMatrixKHR-10770).
   bool fullSubgroups = true;
@@ -128,6 +181,7 @@ struct Grid {
 };
 
 // Runs job (spec constant 0 set from grid) and returns "" or a failure description.
+// On the virtual device a pipeline it did not rewrite is a failure.
 std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, std::vector<Bytes>& buffers);
 
 }  // namespace exec

@@ -7,6 +7,8 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <tuple>
+
 #include "coopmat/layout.h"
 #include "coopmat/lower.h"
 #include "striped_layout.h"
@@ -30,27 +32,42 @@ std::vector<ConvertCase> FromAcc(Use to, const std::vector<TT>& types, uint32_t 
   for (auto [from, into] : types) out.push_back({Use::Acc, from, r, c, to, into, transpose});
   return out;
 }
-std::vector<ConvertCase> ToAcc(Use from, uint32_t r, uint32_t c) {
+// At the device's shapes (8x8 on lavapipe): the conversions it lists both sides of.
+std::vector<ConvertCase> FromAcc(const Env& env, Use to, const std::vector<TT>& types, bool transpose) {
   std::vector<ConvertCase> out;
-  for (auto [t, into] : kToAcc) out.push_back({from, t, r, c, Use::Acc, into});
+  for (auto [from, into] : types)
+    if (auto c = Conversion(env, Use::Acc, from, to, into, transpose)) out.push_back(*c);
+  return out;
+}
+std::vector<ConvertCase> ToAcc(const Env& env, Use from) {
+  std::vector<ConvertCase> out;
+  for (auto [t, into] : kToAcc)
+    if (auto c = Conversion(env, from, t, Use::Acc, into)) out.push_back(*c);
+  return out;
+}
+// The conversions among `list` the device lists both sides of, at its shapes.
+std::vector<ConvertCase> Listed(const Env& env, const std::vector<ConvertCase>& list) {
+  std::vector<ConvertCase> out;
+  for (const ConvertCase& c : list)
+    if (auto listed = Conversion(env, c.use, c.type, c.use2, c.type2, c.transpose, c.appShared)) out.push_back(*listed);
   return out;
 }
 }  // namespace
 
 TEST_CASE("convert_acc_to_a", "[exec][convert]") {
   EXEC_ENV(env);
-  CheckAll(env, FromAcc(Use::A, kFromAcc, 8, 8, false), {Grid{2, 2}});
+  CheckAll(env, FromAcc(env, Use::A, kFromAcc, false), {Grid{2, 2}});
 }
 
 TEST_CASE("convert_acc_to_b", "[exec][convert]") {
   EXEC_ENV(env);
-  CheckAll(env, FromAcc(Use::B, kFromAcc, 8, 8, false), {Grid{2, 2}});
+  CheckAll(env, FromAcc(env, Use::B, kFromAcc, false), {Grid{2, 2}});
 }
 
 TEST_CASE("transpose_acc_to_a", "[exec][convert][transpose]") {
   {
     EXEC_ENV(env);
-    CheckAll(env, FromAcc(Use::A, kTransposed, 8, 8, true), {Grid{2, 2}});
+    CheckAll(env, FromAcc(env, Use::A, kTransposed, true), {Grid{2, 2}});
   }
   EXEC_ENV(env, .flex = true);  // 16x32 accumulator -> 32x16 A
   CheckAll(env, FromAcc(Use::A, kTransposed, 16, 32, true), {Grid{2, 2}});
@@ -60,7 +77,7 @@ TEST_CASE("transpose_acc_to_a", "[exec][convert][transpose]") {
 TEST_CASE("transpose_acc_to_b", "[exec][convert][transpose]") {
   {
     EXEC_ENV(env);
-    CheckAll(env, FromAcc(Use::B, kTransposed, 8, 8, true), {Grid{2, 2}});
+    CheckAll(env, FromAcc(env, Use::B, kTransposed, true), {Grid{2, 2}});
   }
   EXEC_ENV(env, .flex = true);
   CheckAll(env, FromAcc(Use::B, kTransposed, 16, 32, true), {Grid{2, 2}});
@@ -68,12 +85,12 @@ TEST_CASE("transpose_acc_to_b", "[exec][convert][transpose]") {
 
 TEST_CASE("convert_a_to_acc", "[exec][convert]") {
   EXEC_ENV(env);
-  CheckAll(env, ToAcc(Use::A, 8, 8), {Grid{2, 2}});
+  CheckAll(env, ToAcc(env, Use::A), {Grid{2, 2}});
 }
 
 TEST_CASE("convert_b_to_acc", "[exec][convert]") {
   EXEC_ENV(env);
-  CheckAll(env, ToAcc(Use::B, 8, 8), {Grid{2, 2}});
+  CheckAll(env, ToAcc(env, Use::B), {Grid{2, 2}});
 }
 
 TEST_CASE("convert_flexible_dimensions", "[exec][convert][flex]") {
@@ -91,9 +108,8 @@ TEST_CASE("convert_flexible_dimensions", "[exec][convert][flex]") {
 TEST_CASE("convert_workgroup_sizes", "[exec][convert][workgroup]") {
   EXEC_ENV(env);
   CheckAll(env,
-           std::vector<ConvertCase>{{Use::Acc, T::F32, 8, 8, Use::B, T::F16, true},
-                                    {Use::A, T::S8, 8, 8, Use::Acc, T::S32}},
-           {Grid{1, 1}, Grid{1, 3}, Grid{4, 2}, Grid{4, 1, false, 8}});
+           Listed(env, {{Use::Acc, T::F32, 8, 8, Use::B, T::F16, true}, {Use::A, T::S8, 8, 8, Use::Acc, T::S32}}),
+           {Grid{1, 1}, Grid{1, 3}, Grid{4, 2}, Grid{4, 1, false, true}});
 }
 
 TEST_CASE("convert_app_shared_memory", "[exec][convert][shared]") {
@@ -112,21 +128,41 @@ TEST_CASE("convert_app_shared_memory", "[exec][convert][shared]") {
 TEST_CASE("convert_signedness_only", "[exec][convert][unlisted-type]") {
   EXEC_ENV(env);
   CheckAll(env,
-           std::vector<ConvertCase>{{Use::Acc, T::S32, 8, 8, Use::A, T::U32},
-                                    {Use::A, T::U8, 8, 8, Use::Acc, T::S8},
-                                    {Use::Acc, T::U32, 8, 8, Use::B, T::S32, true}},
+           Listed(env, {{Use::Acc, T::S32, 8, 8, Use::A, T::U32},
+                        {Use::A, T::U8, 8, 8, Use::Acc, T::S8},
+                        {Use::Acc, T::U32, 8, 8, Use::B, T::S32, true}}),
            {Grid{2, 2}});
 }
+
+namespace {
+// The device's first M x N x K for A/B of `a` and C of `c` (8x8x8 on lavapipe), when it
+// also lists the accumulator that A converts from (M x K; transposed: K x M).
+std::optional<MulAddCase> ListedMulAdd(const Env& env, const std::string& mode, T a, T c) {
+  const auto mnk = env.MulAddShape(a, c);
+  if (!mnk) {
+    WARN("not run: the device lists no MulAdd of " << Name(a) << " into " << Name(c));
+    return std::nullopt;
+  }
+  const auto [m, n, k] = *mnk;
+  const Dims source = mode == "transposed" ? Dims{k, m} : Dims{m, k};
+  if (env.Shape(Use::Acc, c) != source) {
+    WARN("not run: muladd_" << mode << " needs a " << source.rows << "x" << source.cols << " " << Name(c)
+                            << " accumulator, which the device does not list");
+    return std::nullopt;
+  }
+  return MulAddCase{mode, a, c, m, n, k};
+}
+}  // namespace
 
 // End to end: a converted (or transposed) A feeds a KHR MulAdd.
 TEST_CASE("muladd_converted_a", "[exec][convert][muladd]") {
   {
     EXEC_ENV(env);
-    CheckAll(env,
-             std::vector<MulAddCase>{{"fromacc", T::F16, T::F32, 8, 8, 8},
-                                     {"fromacc", T::S8, T::S32, 8, 8, 8},
-                                     {"transposed", T::F16, T::F32, 8, 8, 8}},
-             {Grid{2, 2}});
+    std::vector<MulAddCase> cases;
+    for (auto [mode, a, c] : {std::tuple{"fromacc", T::F16, T::F32}, std::tuple{"fromacc", T::S8, T::S32},
+                              std::tuple{"transposed", T::F16, T::F32}})
+      if (auto muladd = ListedMulAdd(env, mode, a, c)) cases.push_back(*muladd);
+    CheckAll(env, cases, {Grid{2, 2}});
   }
   EXEC_ENV(env, .flex = true);
   CheckAll(env,

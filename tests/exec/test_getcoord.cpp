@@ -18,10 +18,11 @@ const std::vector<std::pair<Use, T>> kAllUseTypes = {
 TEST_CASE("get_coordinate", "[exec][getcoord]") {
   EXEC_ENV(env);
   std::vector<GetCoordCase> cases;
-  for (auto [use, t] : kAllUseTypes) {
-    cases.push_back({use, t, 8, 8});
-    cases.push_back({use, t, 8, 8, "", false, /*columnMajor=*/true});
-  }
+  for (auto [use, t] : kAllUseTypes)
+    if (const auto s = ShapeOrWarn(env, use, t)) {
+      cases.push_back({use, t, s->rows, s->cols});
+      cases.push_back({use, t, s->rows, s->cols, "", false, /*columnMajor=*/true});
+    }
   CheckAll(env, cases, {Grid{2, 2}});
 }
 
@@ -52,8 +53,8 @@ TEST_CASE("get_coordinate_workgroup_sizes", "[exec][getcoord][workgroup]") {
   EXEC_ENV(env, .flex = true);
   // local_size_x from spec constant 0 (LocalSizeId in SPIR-V 1.6): 1, 2, 4 subgroups.
   CheckAll(env, std::vector<GetCoordCase>{{Use::Acc, T::F32, 8, 8}},
-           {Grid{1, 1}, Grid{1, 3}, Grid{2, 2}, Grid{4, 2}, Grid{4, 1, false, 8}});
-  CheckAll(env, std::vector<GetCoordCase>{{Use::B, T::S8, 16, 32}}, {Grid{1, 3}, Grid{4, 1, false, 8}});
+           {Grid{1, 1}, Grid{1, 3}, Grid{2, 2}, Grid{4, 2}, Grid{4, 1, false, true}});
+  CheckAll(env, std::vector<GetCoordCase>{{Use::B, T::S8, 16, 32}}, {Grid{1, 3}, Grid{4, 1, false, true}});
   // Literal local_size_x 16 and 32.
   CheckAll(env, std::vector<GetCoordCase>{{Use::Acc, T::F32, 8, 8, "lit16"}}, {Grid{2, 3, true}});
   CheckAll(env, std::vector<GetCoordCase>{{Use::A, T::F16, 16, 32, "lit32"}}, {Grid{4, 2, true}});

@@ -16,7 +16,7 @@ TEST_CASE("harness: KHR load/muladd/store matches the CPU reference", "[exec][ha
       {"khr", T::U8, T::U32, 8, 8, 8},
       {"khr", T::S8, T::S32, 8, 8, 8},
   };
-  CheckAll(env, cases, {Grid{1, 1}, Grid{2, 3}, Grid{4, 2, false, 8}});
+  CheckAll(env, cases, {Grid{1, 1}, Grid{2, 3}, Grid{4, 2, false, true}});
 }
 
 TEST_CASE("harness: KHR muladd with flexible dimensions", "[exec][harness][flex]") {

@@ -4,6 +4,8 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include <tuple>
+
 using namespace exec;
 
 namespace {
@@ -19,7 +21,7 @@ void RunOp(ElemOp op) {
                                                          {Use::B, T::S8},
                                                          {Use::Acc, T::U32},
                                                          {Use::Acc, T::S32}})
-      cases.push_back({op, use, t, 8, 8});
+      if (const auto s = ShapeOrWarn(env, use, t)) cases.push_back({op, use, t, s->rows, s->cols});
     CheckAll(env, cases, {Grid{2, 2}});
   }
   {
@@ -45,6 +47,8 @@ TEST_CASE("per_element_op_globals", "[exec][perelem]") { RunOp(ElemOp::Globals);
 
 TEST_CASE("per_element_op_workgroup_sizes", "[exec][perelem][workgroup]") {
   EXEC_ENV(env);
-  CheckAll(env, std::vector<PerElemCase>{{ElemOp::RowCol, Use::B, T::F16, 8, 8}, {ElemOp::Mat, Use::Acc, T::S32, 8, 8}},
-           {Grid{1, 1}, Grid{1, 3}, Grid{4, 2}, Grid{4, 1, false, 8}});
+  std::vector<PerElemCase> cases;
+  for (auto [op, use, t] : {std::tuple{ElemOp::RowCol, Use::B, T::F16}, std::tuple{ElemOp::Mat, Use::Acc, T::S32}})
+    if (const auto s = ShapeOrWarn(env, use, t)) cases.push_back({op, use, t, s->rows, s->cols});
+  CheckAll(env, cases, {Grid{1, 1}, Grid{1, 3}, Grid{4, 2}, Grid{4, 1, false, true}});
 }

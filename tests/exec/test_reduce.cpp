@@ -14,14 +14,15 @@ struct Shape {
 };
 
 // The same-shape cases of one mask (2x2: half the shape) for one combine op:
-// every accumulator type at 8x8 and 16x16 (2x2 needs 16x16: an 8x8 source would
+// every accumulator type at the device's shape (8x8 on lavapipe) and 16x16 (2x2 needs 16x16: an 8x8 source would
 // give an illegal 4x4 result), and f32 at 16x32 and 32x16.
 void RunSameShape(int mask, Combine op) {
   auto result = [mask](Shape s) { return mask == k2x2 ? Shape{s.r / 2, s.c / 2} : s; };
   if (mask != k2x2) {
     EXEC_ENV(env);
     std::vector<ReduceCase> cases;
-    for (T t : {T::F32, T::F16, T::U32, T::S32}) cases.push_back({mask, op, t, 8, 8, 8, 8});
+    for (T t : {T::F32, T::F16, T::U32, T::S32})
+      if (const auto s = ShapeOrWarn(env, Use::Acc, t)) cases.push_back({mask, op, t, s->rows, s->cols, s->rows, s->cols});
     CheckAll(env, cases, {Grid{2, 2}});
   }
   EXEC_ENV(env, .flex = true);
@@ -85,7 +86,7 @@ TEST_CASE("reduce_sum_2x2_32x32", "[exec][reduce][flex]") {
 
 TEST_CASE("reduce_workgroup_sizes", "[exec][reduce][workgroup]") {
   EXEC_ENV(env, .flex = true);
-  const std::vector<Grid> grids = {Grid{1, 1}, Grid{1, 3}, Grid{2, 2}, Grid{4, 2}, Grid{4, 1, false, 8}};
+  const std::vector<Grid> grids = {Grid{1, 1}, Grid{1, 3}, Grid{2, 2}, Grid{4, 2}, Grid{4, 1, false, true}};
   CheckAll(env, std::vector<ReduceCase>{{kRow, Combine::Sum, T::F32, 8, 8, 8, 8},
                                         {kColumn, Combine::Max, T::S32, 16, 16, 16, 16},
                                         {k2x2, Combine::Sum, T::F32, 16, 32, 8, 16}},

@@ -83,7 +83,7 @@ std::string RunSpecTiles(const Env& env, const Tiles& t, const Grid& grid, const
   cmtest::ComputeJob job;
   job.path = path;
   job.spirv = LoadShader("spec_tiles", targetEnv);
-  job.specialization = {{3, t.tm}, {4, t.tn}, {5, t.tk}, {6, 8}};
+  job.specialization = {{3, t.tm}, {4, t.tn}, {5, t.tk}, {6, env.subgroupSize()}};
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 
   const std::vector<float> out = cmtest::FromBytes<float>(buffers[3]);
@@ -115,10 +115,17 @@ std::string RunSpecTiles(const Env& env, const Tiles& t, const Grid& grid, const
 TEST_CASE("specialization-constant tiles run at every specialization of one module", "[exec][specialization]") {
   {
     EXEC_ENV(env);
+    // The device's first f16 x f16 + f32 configuration (8x8x8 on lavapipe); P (TM x TN)
+    // becomes an A of TM x TK, so TN must equal TK.
+    const auto mnk = env.MulAddShape(T::F16, T::F32);
+    REQUIRE(mnk);
+    const Tiles tiles{(*mnk)[0], (*mnk)[1], (*mnk)[2]};
+    REQUIRE(tiles.tn == tiles.tk);
     for (const std::string& targetEnv : TargetEnvs())
       for (const Grid& grid : {Grid{1, 2}, Grid{2, 2}}) {
-        const std::string result = RunSpecTiles(env, {8, 8, 8}, grid, targetEnv);
-        INFO("spec_tiles." << targetEnv << " 8x8x8, " << grid.subgroupsPerGroup << " subgroups/group: " << result);
+        const std::string result = RunSpecTiles(env, tiles, grid, targetEnv);
+        INFO("spec_tiles." << targetEnv << " " << tiles.tm << "x" << tiles.tn << "x" << tiles.tk << ", "
+                           << grid.subgroupsPerGroup << " subgroups/group: " << result);
         CHECK(result.empty());
       }
   }

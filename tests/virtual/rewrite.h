@@ -9,6 +9,8 @@
 //  * A virtual subgroup is S consecutive invocations of LocalInvocationIndex; its
 //    built-ins are computed, and its operations exchange values through Workgroup
 //    memory between workgroup barriers.
+// rewrite_internal.h names the parts: rewrite.cpp (the walk and what both share),
+// rewrite_matrix.cpp and rewrite_subgroup.cpp.
 #pragma once
 
 #include <cstdint>

@@ -10,10 +10,10 @@
 #include <catch2/reporters/catch_reporter_event_listener.hpp>
 #include <catch2/reporters/catch_reporter_registrars.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,13 +38,11 @@ std::string EnvOr(const char* name, const char* fallback) {
 }
 
 const Profile& TheProfile() {
-  static const Profile profile = [] {
-    auto r = coopmat::virt::ReadProfileFile(EnvOr("COOPMAT_VIRTUAL_PROFILE", ""));
-    INFO(r.error);
-    REQUIRE(r.ok);
-    return r.profile;
-  }();
-  return profile;
+  const exec::VirtualDevice& device = exec::TheVirtualDevice();
+  INFO("COOPMAT_VIRTUAL_PROFILE: " << device.profile.error);
+  REQUIRE(device.on);
+  REQUIRE(device.profile.ok);
+  return device.profile.profile;
 }
 bool IsControl() { return TheProfile().name == "lavapipe"; }
 
@@ -86,23 +84,11 @@ const Stack& Open(bool virtualDevice) {
 }
 
 size_t PipelineLines() {
-  std::ifstream log(EnvOr("COOPMAT_VIRTUAL_LOG", ""));
-  size_t n = 0;
-  for (std::string line; std::getline(log, line);) n += line.starts_with("pipeline profile=" + TheProfile().name + " ");
-  return n;
+  const std::vector<std::string> log = exec::VirtualLog();
+  return static_cast<size_t>(std::count_if(log.begin(), log.end(), exec::IsRewrittenLine));
 }
 
-std::optional<T> TestType(uint32_t component) {
-  switch (component) {
-    case coopmat::kTypeF16: return T::F16;
-    case coopmat::kTypeF32: return T::F32;
-    case coopmat::kTypeU8: return T::U8;
-    case coopmat::kTypeS8: return T::S8;
-    case coopmat::kTypeU32: return T::U32;
-    case coopmat::kTypeS32: return T::S32;
-    default: return std::nullopt;
-  }
-}
+using exec::TestType;
 
 constexpr uint32_t kSubgroupsPerGroup = 2, kGroups = 2, kMatrices = kSubgroupsPerGroup * kGroups;
 

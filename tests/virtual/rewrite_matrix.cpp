@@ -1,0 +1,439 @@
+#include <algorithm>
+#include <string_view>
+
+#include "register.h"
+#include "rewrite_internal.h"
+
+namespace coopmat::virt::detail {
+namespace {
+
+using spv::Op;
+
+bool SameMap(const LinearLayout& a, const LinearLayout& b) {
+  return a.length == b.length && a.laneBits == b.laneBits && a.indexBits == b.indexBits;
+}
+
+// Element-wise operations KHR allows on matrices (each element on its own).
+bool IsElementWise(Op op) {
+  switch (op) {
+    case Op::OpFNegate: case Op::OpSNegate: case Op::OpFAdd: case Op::OpIAdd: case Op::OpFSub: case Op::OpISub:
+    case Op::OpFMul: case Op::OpIMul: case Op::OpFDiv: case Op::OpSDiv: case Op::OpUDiv: case Op::OpMatrixTimesScalar:
+    case Op::OpFConvert: case Op::OpSConvert: case Op::OpUConvert: case Op::OpConvertFToS: case Op::OpConvertFToU:
+    case Op::OpConvertSToF: case Op::OpConvertUToF: case Op::OpBitcast:
+      return true;
+    default: return false;
+  }
+}
+
+bool IsConversion(Op op) {
+  switch (op) {
+    case Op::OpFConvert: case Op::OpSConvert: case Op::OpUConvert: case Op::OpConvertFToS: case Op::OpConvertFToU:
+    case Op::OpConvertSToF: case Op::OpConvertUToF: case Op::OpBitcast:
+      return true;
+    default: return false;
+  }
+}
+
+// Operations on matrix values that work on the arrays unchanged.
+bool KeepsMatrices(Op op) {
+  switch (op) {
+    case Op::OpLoad: case Op::OpStore: case Op::OpVariable: case Op::OpPhi: case Op::OpSelect: case Op::OpCopyObject:
+    case Op::OpFunctionCall: case Op::OpReturnValue: case Op::OpFunctionParameter: case Op::OpCompositeExtract:
+    case Op::OpCompositeInsert: case Op::OpAccessChain: case Op::OpInBoundsAccessChain: case Op::OpUndef:
+    case Op::OpCopyMemory: case Op::OpLine: case Op::OpNoLine:
+      return true;
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// Every OpTypeCooperativeMatrixKHR becomes, under the same id, an array of its
+// component type with the profile's length; the length constants are put before
+// the first matrix type so that every array can stay where its matrix was.
+void MatrixRewrite::ReplaceTypes() {
+  TypeManager t(c_.m);
+  size_t first = c_.m.globals.size();
+  for (size_t i = 0; i < c_.m.globals.size(); ++i) {
+    const ir::Instruction& inst = c_.m.globals[i];
+    if (inst.opcode != Op::OpTypeCooperativeMatrixKHR) continue;
+    first = std::min(first, i);
+    auto info = t.CoopMatInfo(inst.resultId);
+    auto scope = t.ConstantValue(info->scopeId);
+    auto rows = t.ConstantValue(info->rowsId), cols = t.ConstantValue(info->colsId), use = t.ConstantValue(info->useId);
+    if (!scope || *scope != kScopeSubgroup) Fail("matrix type %" + std::to_string(inst.resultId) + " is not of Subgroup scope");
+    if (!rows || !cols || !use || *use > 2)
+      Fail("matrix type %" + std::to_string(inst.resultId) + " has a shape or Use that is not constant");
+    auto vkType = t.VkComponentType(info->componentType);
+    if (!vkType) Fail("matrix type %" + std::to_string(inst.resultId) + " has a component type without a VkComponentTypeKHR");
+    if (t.IsEncodedFloat(info->componentType))
+      Fail("matrix type %" + std::to_string(inst.resultId) + ": bfloat16 and fp8 matrices are not emulated yet");
+    info->use = static_cast<MatrixUse>(*use);
+    const LayoutKey key{*vkType, *use, *rows, *cols, c_.S};
+    const LinearLayout* layout = c_.profile.FindLayout(key);
+    if (!layout) Fail("profile " + c_.profile.name + " has no layout for " + ToString(key));
+    matrices_[inst.resultId] = Matrix{*info, layout, *rows, *cols, layout->length};
+  }
+  if (matrices_.empty()) return;
+  // A 32-bit unsigned int type before the first matrix type (moved there, or made).
+  uint32_t uintType = 0;
+  for (size_t i = 0; i < c_.m.globals.size(); ++i) {
+    const ir::Instruction& inst = c_.m.globals[i];
+    if (inst.opcode == Op::OpTypeInt && inst.Operand(0) == 32 && inst.Operand(1) == 0) {
+      uintType = inst.resultId;
+      if (i > first) {
+        ir::Instruction moved = inst;
+        c_.m.globals.erase(c_.m.globals.begin() + static_cast<ptrdiff_t>(i));
+        c_.m.globals.insert(c_.m.globals.begin() + static_cast<ptrdiff_t>(first), moved);
+        ++first;
+      }
+      break;
+    }
+  }
+  if (!uintType) {
+    uintType = c_.m.TakeId();
+    c_.m.globals.insert(c_.m.globals.begin() + static_cast<ptrdiff_t>(first), ir::Instruction(Op::OpTypeInt, 0, uintType, {32, 0}));
+    ++first;
+  }
+  std::map<uint32_t, uint32_t> lengthConstants;
+  for (const auto& [id, matrix] : matrices_) {
+    if (lengthConstants.count(matrix.length)) continue;
+    const uint32_t constant = c_.m.TakeId();
+    lengthConstants[matrix.length] = constant;
+    c_.m.globals.insert(c_.m.globals.begin() + static_cast<ptrdiff_t>(first++),
+                      ir::Instruction(Op::OpConstant, uintType, constant, {matrix.length}));
+  }
+  for (ir::Instruction& inst : c_.m.globals)
+    if (inst.opcode == Op::OpTypeCooperativeMatrixKHR) {
+      const Matrix& matrix = matrices_.at(inst.resultId);
+      inst = ir::Instruction(Op::OpTypeArray, 0, inst.resultId, {matrix.info.componentType, lengthConstants.at(matrix.length)});
+    }
+}
+
+const Matrix* MatrixRewrite::MatrixType(uint32_t typeId) const {
+  auto it = matrices_.find(typeId);
+  return it == matrices_.end() ? nullptr : &it->second;
+}
+
+const Matrix& MatrixRewrite::MatrixOperand(const ir::Instruction& inst, uint32_t id, const char* what) {
+  const Matrix* matrix = MatrixValue(id);
+  if (!matrix) Fail(Describe(inst) + ": " + what + " is not a cooperative matrix");
+  return *matrix;
+}
+
+// A matrix constant names one value for every element.
+void MatrixRewrite::ExpandConstants() {
+  for (ir::Instruction& inst : c_.m.globals)
+    if ((inst.opcode == Op::OpConstantComposite || inst.opcode == Op::OpSpecConstantComposite) && MatrixType(inst.typeId)) {
+      if (inst.operands.size() != 1) Fail("matrix constant %" + std::to_string(inst.resultId) + " does not have one constituent");
+      inst.opcode = Op::OpConstantComposite;
+      inst.operands.assign(MatrixType(inst.typeId)->length, inst.operands[0]);
+    }
+}
+
+// The (row, col) of each element this invocation holds.
+// The layout is linear: the lane's part once, each element's constant part XORed in.
+std::vector<std::pair<uint32_t, uint32_t>> MatrixRewrite::Coordinates(Builder& b, const Matrix& matrix) {
+  FunctionState fs{dummyFunction_};
+  fs.lane = c_.Lane(b);
+  const uint32_t laneRow = RegisterCoordinate(b, fs, *matrix.layout, b.U(0), false);
+  const uint32_t laneCol = RegisterCoordinate(b, fs, *matrix.layout, b.U(0), true);
+  std::vector<std::pair<uint32_t, uint32_t>> coords;
+  for (uint32_t e = 0; e < matrix.length; ++e) {
+    const Coord part = matrix.layout->CoordinateOf(0, e);
+    coords.emplace_back(b.Xor(laneRow, b.U(part.row)), b.Xor(laneCol, b.U(part.col)));
+  }
+  return coords;
+}
+
+// A component of fewer than 32 bits as the low bits of a word, the rest zero. A 16-bit
+// float goes through a vector of two, so that no Int16 capability is needed.
+uint32_t MatrixRewrite::ComponentBits(Builder& b, uint32_t value) {
+  const uint32_t type = T().TypeOf(value);
+  if (!T().IsFloatType(type)) return b.Emit(Op::OpUConvert, T().Uint(), {value});  // zero-extends signed ones too
+  const uint32_t pair = b.Emit(Op::OpCompositeConstruct, T().Vector(type, 2), {value, value});
+  return b.And(b.Emit(Op::OpBitcast, T().Uint(), {pair}), b.U(0xffff));
+}
+
+// The component of type `component` in the low bits of `word`.
+uint32_t MatrixRewrite::ComponentFromBits(Builder& b, uint32_t word, uint32_t component) {
+  if (T().IsFloatType(component))
+    return b.Emit(Op::OpCompositeExtract, component, {b.Emit(Op::OpBitcast, T().Vector(component, 2), {word}), 0});
+  const uint32_t narrow = T().Int(T().ScalarWidth(component), false);
+  const uint32_t value = b.Emit(Op::OpUConvert, narrow, {word});
+  return narrow == component ? value : b.Emit(Op::OpBitcast, component, {value});
+}
+
+void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool store) {
+  ++c_.result.matrixOps;
+  const uint32_t pointer = inst.Operand(0);
+  const uint32_t object = store ? inst.Operand(1) : 0;
+  const Matrix& matrix = store ? MatrixOperand(inst, object, "Object") : *MatrixType(inst.typeId);
+  const size_t layoutAt = store ? 2 : 1;
+  auto memoryLayout = T().ConstantValue(inst.Operand(layoutAt));
+  if (!memoryLayout || *memoryLayout > 1)
+    Fail(Describe(inst) + ": only constant RowMajor and ColumnMajor layouts are emulated");
+  if (inst.operands.size() <= layoutAt + 1) Fail(Describe(inst) + ": a Stride is needed");
+  const uint32_t strideId = inst.Operand(layoutAt + 1);
+  if (T().ScalarWidth(T().TypeOf(strideId)) != 32) Fail(Describe(inst) + ": only 32-bit strides are emulated");
+  const uint32_t stride = b.AsIntType(strideId, T().Uint());
+
+  // The pointer is an access chain whose last index walks an array of P (a scalar or
+  // a vector): each element gets the same chain with that index moved. The stride and
+  // that index count P; the matrix's components lie packed in the P they fill.
+  auto def = c_.defs.find(pointer);
+  if (def == c_.defs.end() || (def->second.opcode != Op::OpAccessChain && def->second.opcode != Op::OpInBoundsAccessChain) ||
+      def->second.operands.size() < 2)
+    Fail(Describe(inst) + ": the Pointer must be an access chain into an array in the same function");
+  const ir::Instruction chain = def->second;
+  const ir::Instruction* pointerType = T().GlobalDef(chain.typeId);
+  const uint32_t pointee = pointerType ? pointerType->Operand(1) : 0;
+  const ir::Instruction* pointeeDef = T().GlobalDef(pointee);
+  const bool vector = pointeeDef && pointeeDef->opcode == Op::OpTypeVector;
+  const uint32_t scalar = vector ? pointeeDef->Operand(0) : pointee;  // what one access below reads or writes
+  const uint32_t vectorSize = vector ? pointeeDef->Operand(1) : 1;
+  const uint32_t component = matrix.info.componentType;
+  const uint32_t scalarBits = T().ScalarWidth(scalar), componentBits = T().ScalarWidth(component);
+  if (!scalarBits || scalarBits > 32 || scalarBits < componentBits || scalarBits % componentBits)
+    Fail(Describe(inst) + ": loads and stores through a pointer to " + std::to_string(scalarBits) + "-bit values of " +
+         std::to_string(componentBits) + "-bit components are not emulated");
+  const uint32_t perScalar = scalarBits / componentBits;  // components packed in one scalar
+  const uint32_t perPointee = perScalar * vectorSize;     // ... in one P
+  if (store && perScalar > 1 && (scalarBits != 32 || !T().IsIntType(scalar)))
+    Fail(Describe(inst) + ": stores of packed components are emulated through 32-bit integers only");
+  const uint32_t lastIndex = chain.operands.back();
+  if (T().ScalarWidth(T().TypeOf(lastIndex)) != 32) Fail(Describe(inst) + ": only 32-bit access chain indices are emulated");
+  const uint32_t first = b.AsIntType(lastIndex, T().Uint());
+  const bool rowMajor = *memoryLayout == 0;
+  const uint32_t scalarPointer = vector ? T().Pointer(static_cast<spv::StorageClass>(pointerType->Operand(0)), scalar) : chain.typeId;
+
+  const auto coords = Coordinates(b, matrix);
+  std::vector<uint32_t> elements;
+  for (uint32_t e = 0; e < matrix.length; ++e) {
+    const auto [row, col] = coords[e];
+    // The element's place counted in components from the start of the array.
+    const uint32_t strideUnits = perPointee == 1 ? stride : b.Mul(stride, b.U(perPointee));
+    const uint32_t offset = rowMajor ? b.Add(b.Mul(row, strideUnits), col) : b.Add(b.Mul(col, strideUnits), row);
+    const uint32_t unit = b.Add(perPointee == 1 ? first : b.Mul(first, b.U(perPointee)), offset);
+    std::vector<uint32_t> operands(chain.operands.begin(), chain.operands.end() - 1);
+    operands.push_back(perPointee == 1 ? unit : b.Div(unit, b.U(perPointee)));
+    if (vector) operands.push_back(b.Div(b.Mod(unit, b.U(perPointee)), b.U(perScalar)));
+    const uint32_t at = b.Emit(chain.opcode, scalarPointer, operands);
+    // Where the component sits in its scalar (bits), when several share one.
+    const uint32_t shift = perScalar == 1 ? 0 : b.Mul(b.Mod(unit, b.U(perScalar)), b.U(componentBits));
+    if (store) {
+      uint32_t value = b.Emit(Op::OpCompositeExtract, component, {object, e});
+      if (perScalar == 1) {
+        if (scalar != component) value = b.Emit(Op::OpBitcast, scalar, {value});
+        b.EmitVoid(Op::OpStore, {at, value});
+        continue;
+      }
+      // Neighbours in the same word belong to other invocations: clear and set this
+      // component's bits atomically (replicas write the same bits).
+      const uint32_t bits = b.ShiftLeft(ComponentBits(b, value), shift);
+      const uint32_t keep = b.Emit(Op::OpNot, T().Uint(), {b.ShiftLeft(b.U((1u << componentBits) - 1), shift)});
+      const uint32_t scope = b.U(kScopeWorkgroup), relaxed = b.U(0);
+      b.Emit(Op::OpAtomicAnd, scalar, {at, scope, relaxed, b.AsIntType(keep, scalar)});
+      b.Emit(Op::OpAtomicOr, scalar, {at, scope, relaxed, b.AsIntType(bits, scalar)});
+    } else {
+      uint32_t value = b.Emit(Op::OpLoad, scalar, {at});
+      if (perScalar > 1) {
+        const uint32_t word = T().ScalarWidth(scalar) == 32 ? b.AsIntType(value, T().Uint())
+                                                             : b.Emit(Op::OpUConvert, T().Uint(), {b.AsIntType(value, T().Int(scalarBits, false))});
+        value = ComponentFromBits(b, b.ShiftRight(word, shift), component);
+      }
+      if (T().TypeOf(value) != component) value = b.Emit(Op::OpBitcast, component, {value});
+      elements.push_back(value);
+    }
+  }
+  if (!store) b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
+}
+
+// Writes every element of `value` to its (row, col) of a rows x cols row-major
+// block at `offset` words into the region (replicas write the same word).
+void MatrixRewrite::Scatter(Builder& b, uint32_t base, uint32_t offset, uint32_t value, const Matrix& matrix, bool transpose,
+                            const std::function<uint32_t(uint32_t)>& convert) {
+  const auto coords = Coordinates(b, matrix);
+  const uint32_t width = transpose ? matrix.rows : matrix.cols;
+  for (uint32_t e = 0; e < matrix.length; ++e) {
+    uint32_t element = b.Emit(Op::OpCompositeExtract, matrix.info.componentType, {value, e});
+    uint32_t type = matrix.info.componentType;
+    if (convert) {
+      element = convert(element);
+      type = T().TypeOf(element);
+    }
+    const auto [row, col] = coords[e];
+    const uint32_t at = transpose ? b.Add(b.Mul(col, b.U(width)), row) : b.Add(b.Mul(row, b.U(width)), col);
+    c_.StoreWord(b, base, b.Add(b.U(offset), at), c_.ToWords(b, element, type)[0]);
+  }
+}
+
+// Converts a scalar to the MulAdd's Result component type.
+uint32_t MatrixRewrite::ToResultType(Builder& b, uint32_t value, uint32_t to, bool isSigned) {
+  TypeManager& t = T();
+  const uint32_t from = t.TypeOf(value);
+  if (from == to) return value;
+  if (t.IsFloatType(to) != t.IsFloatType(from)) Fail("MulAdd between integer and floating-point matrices is not emulated");
+  if (t.IsFloatType(to)) return b.Emit(Op::OpFConvert, to, {value});
+  const uint32_t toWidth = t.ScalarWidth(to);
+  if (t.ScalarWidth(from) == toWidth) return b.Emit(Op::OpBitcast, to, {value});
+  const uint32_t wide = isSigned ? b.Emit(Op::OpSConvert, t.Int(toWidth, true), {value}) : b.Emit(Op::OpUConvert, t.Int(toWidth, false), {value});
+  return t.TypeOf(wide) == to ? wide : b.Emit(Op::OpBitcast, to, {wide});
+}
+
+void MatrixRewrite::NoContraction(uint32_t id) {
+  c_.m.annotations.emplace_back(Op::OpDecorate, 0, 0, std::vector<uint32_t>{id, static_cast<uint32_t>(spv::Decoration::NoContraction)});
+}
+
+void MatrixRewrite::MulAdd(Builder& b, const ir::Instruction& inst) {
+  ++c_.result.matrixOps;
+  const Matrix& a = MatrixOperand(inst, inst.Operand(0), "A");
+  const Matrix& bm = MatrixOperand(inst, inst.Operand(1), "B");
+  const Matrix& c = MatrixOperand(inst, inst.Operand(2), "C");
+  const Matrix& r = *MatrixType(inst.typeId);
+  const uint32_t M = r.rows, N = r.cols, K = a.cols;
+  if (a.rows != M || bm.rows != K || bm.cols != N || c.rows != M || c.cols != N)
+    Fail(Describe(inst) + ": the shapes of A, B, C and Result do not agree");
+  const uint32_t operands = inst.operands.size() > 3 ? inst.operands[3] : 0;
+  if (operands & static_cast<uint32_t>(spv::CooperativeMatrixOperandsMask::SaturatingAccumulationKHR))
+    Fail(Describe(inst) + ": saturating accumulation is not emulated yet");
+  auto signedBit = [&](spv::CooperativeMatrixOperandsMask bit) { return (operands & static_cast<uint32_t>(bit)) != 0; };
+  const bool aSigned = signedBit(spv::CooperativeMatrixOperandsMask::MatrixASignedComponentsKHR);
+  const bool bSigned = signedBit(spv::CooperativeMatrixOperandsMask::MatrixBSignedComponentsKHR);
+  const bool cSigned = signedBit(spv::CooperativeMatrixOperandsMask::MatrixCSignedComponentsKHR);
+  c_.Require(M * K + K * N);
+
+  c_.Barrier(b);
+  const uint32_t base = c_.RegionBase(b);
+  Scatter(b, base, 0, inst.Operand(0), a);
+  Scatter(b, base, M * K, inst.Operand(1), bm);
+  c_.Barrier(b);
+
+  const uint32_t resultType = r.info.componentType;
+  const bool isFloat = T().IsFloatType(resultType);
+  const auto coords = Coordinates(b, r);
+  std::vector<uint32_t> elements;
+  for (uint32_t e = 0; e < r.length; ++e) {
+    const auto [row, col] = coords[e];
+    uint32_t acc = ToResultType(b, b.Emit(Op::OpCompositeExtract, c.info.componentType, {inst.Operand(2), e}), resultType, cSigned);
+    const uint32_t aRow = b.Mul(row, b.U(K));
+    for (uint32_t k = 0; k < K; ++k) {
+      const uint32_t x = ToResultType(b, c_.FromWord(b, c_.LoadWord(b, base, b.Add(aRow, b.U(k))), a.info.componentType), resultType, aSigned);
+      const uint32_t y = ToResultType(b, c_.FromWord(b, c_.LoadWord(b, base, b.Add(b.U(M * K + k * N), col)), bm.info.componentType),
+                                      resultType, bSigned);
+      const uint32_t product = b.Emit(isFloat ? Op::OpFMul : Op::OpIMul, resultType, {x, y});
+      acc = b.Emit(isFloat ? Op::OpFAdd : Op::OpIAdd, resultType, {acc, product});
+      if (isFloat) {
+        NoContraction(product);
+        NoContraction(acc);
+      }
+    }
+    elements.push_back(acc);
+  }
+  b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
+}
+
+// Arithmetic and conversions element by element; a conversion into a matrix laid
+// out otherwise moves its elements through the region.
+void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
+  ++c_.result.matrixOps;
+  const Matrix& r = *MatrixType(inst.typeId);
+  const uint32_t component = r.info.componentType;
+  Op op = inst.opcode;
+  if (op == Op::OpMatrixTimesScalar && !T().IsFloatType(component)) op = Op::OpIMul;
+  if (op == Op::OpMatrixTimesScalar) op = Op::OpFMul;
+  // Decorations of the result (NoContraction, FPRoundingMode, ...) belong to each element's operation.
+  std::vector<ir::Instruction> decorations;
+  std::erase_if(c_.m.annotations, [&](const ir::Instruction& a) {
+    if (a.opcode != Op::OpDecorate || a.Operand(0) != inst.resultId) return false;
+    decorations.push_back(a);
+    return true;
+  });
+  auto decorate = [&](uint32_t id) {
+    for (ir::Instruction d : decorations) {
+      d.operands[0] = id;
+      c_.m.annotations.push_back(d);
+    }
+  };
+  const Matrix* source = IsConversion(inst.opcode) ? &MatrixOperand(inst, inst.Operand(0), "the operand") : nullptr;
+  if (source && (source->rows != r.rows || source->cols != r.cols))
+    Fail(Describe(inst) + ": a conversion between matrices of different shapes");
+  auto elementOf = [&](uint32_t operand, uint32_t e) {
+    const Matrix* matrix = MatrixValue(operand);
+    return matrix ? b.Emit(Op::OpCompositeExtract, matrix->info.componentType, {operand, e}) : operand;
+  };
+  if (source && !SameMap(*source->layout, *r.layout)) {
+    c_.Require(r.rows * r.cols);
+    c_.Barrier(b);
+    const uint32_t base = c_.RegionBase(b);
+    Scatter(b, base, 0, inst.Operand(0), *source, false, [&](uint32_t element) {
+      const uint32_t converted = b.Emit(op, component, {element});
+      decorate(converted);
+      return converted;
+    });
+    c_.Barrier(b);
+    std::vector<uint32_t> elements;
+    const auto coords = Coordinates(b, r);
+    for (uint32_t e = 0; e < r.length; ++e)
+      elements.push_back(c_.FromWord(b, c_.LoadWord(b, base, b.Add(b.Mul(coords[e].first, b.U(r.cols)), coords[e].second)), component));
+    b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
+    return;
+  }
+  for (uint32_t operand : inst.operands)
+    if (const Matrix* matrix = MatrixValue(operand); matrix && !SameMap(*matrix->layout, *r.layout))
+      Fail(Describe(inst) + ": operands laid out unlike the result");
+  std::vector<uint32_t> elements;
+  for (uint32_t e = 0; e < r.length; ++e) {
+    std::vector<uint32_t> operands;
+    for (uint32_t operand : inst.operands) operands.push_back(elementOf(operand, e));
+    const uint32_t element = b.Emit(op, component, operands);
+    decorate(element);
+    elements.push_back(element);
+  }
+  b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
+}
+
+void MatrixRewrite::DropDeclarations() {
+  std::erase_if(c_.m.capabilities, [](const ir::Instruction& inst) {
+    return inst.Operand(0) == static_cast<uint32_t>(spv::Capability::CooperativeMatrixKHR);
+  });
+  std::erase_if(c_.m.extensions, [](const ir::Instruction& inst) { return ir::DecodeString(inst.operands) == "SPV_KHR_cooperative_matrix"; });
+}
+
+bool MatrixRewrite::Handles(const ir::Instruction& inst) {
+  switch (inst.opcode) {
+    case Op::OpCooperativeMatrixLoadKHR: case Op::OpCooperativeMatrixStoreKHR: case Op::OpCooperativeMatrixMulAddKHR:
+    case Op::OpCooperativeMatrixLengthKHR:
+      return true;
+    default: break;
+  }
+  if (std::string_view(spv::OpToString(inst.opcode)).starts_with("OpCooperativeMatrix")) return true;
+  return inst.typeId && MatrixType(inst.typeId) && !KeepsMatrices(inst.opcode);
+}
+
+void MatrixRewrite::Rewrite(Builder& b, const ir::Instruction& inst) {
+  switch (inst.opcode) {
+    case Op::OpCooperativeMatrixLoadKHR: return LoadOrStore(b, inst, false);
+    case Op::OpCooperativeMatrixStoreKHR: return LoadOrStore(b, inst, true);
+    case Op::OpCooperativeMatrixMulAddKHR: return MulAdd(b, inst);
+    case Op::OpCooperativeMatrixLengthKHR: {
+      const Matrix* matrix = MatrixType(inst.Operand(0));
+      if (!matrix) Fail(Describe(inst) + ": the operand is not a cooperative matrix type");
+      ++c_.result.matrixOps;
+      b.Emit(Op::OpCopyObject, inst.typeId, {b.U(matrix->length)}, inst.resultId);
+      return;
+    }
+    case Op::OpCompositeConstruct: {
+      const Matrix& matrix = *MatrixType(inst.typeId);
+      if (inst.operands.size() != 1) Fail(Describe(inst) + ": a matrix is constructed from one value");
+      b.Emit(Op::OpCompositeConstruct, inst.typeId, std::vector<uint32_t>(matrix.length, inst.operands[0]), inst.resultId);
+      return;
+    }
+    default: break;
+  }
+  if (!inst.typeId || !MatrixType(inst.typeId)) Fail(Describe(inst) + " is not emulated by the virtual device");
+  if (!IsElementWise(inst.opcode)) Fail(Describe(inst) + " on cooperative matrices is not emulated");
+  ElementWise(b, inst);
+}
+
+}  // namespace coopmat::virt::detail
