@@ -19,7 +19,10 @@
 //
 // Every way is checked before it is timed; a wrong result is reported, not timed.
 //
-//   attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]
+// With --tile 16 the tiles are 16x16 (Br = Bc = 16) and a workgroup is one subgroup of the
+// device's size (16, 32 or 64): ways 1, 4 and 5 run, the KHR and NV spellings are 8x8 only.
+//
+//   attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R] [--tile 8|16]
 //             [--ways layer,khr,nv,portable,spec] [--k-transpose] [--no-layer] [--compile-times] [--check-only]
 #include <algorithm>
 #include <cmath>
@@ -37,14 +40,14 @@
 
 namespace {
 
-constexpr uint32_t kTile = 8;
-constexpr int kWays = 5;  // layer, khr, nv, portable, spec  // Br = Bc = 8: the only KHR shape lavapipe has
+constexpr int kWays = 5;  // layer, khr, nv, portable, spec
 // Largest error accepted: Q, K, V and P are f16, everything else f32.
 constexpr double kOutputTolerance = 1e-2;  // max |O - reference|
 constexpr double kLseTolerance = 1e-3;     // max |lse - reference|
 
 struct Options {
   uint32_t seq = 256, dim = 64, heads = 4, batch = 1;
+  uint32_t tile = 8;  // Br = Bc: 8 (the only KHR shape lavapipe has) or 16
   bool causal = true;
   int runs = 15;
   bool checkOnly = false;
@@ -67,8 +70,9 @@ struct Problem {
 void Usage() {
   std::fprintf(stderr,
                "usage: attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]\n"
-               "                 [--ways layer,khr,nv,portable,spec] [--k-transpose] [--no-layer] [--compile-times] [--check-only]\n"
-               "  --seq N        sequence length, a multiple of 8 (default 256)\n"
+               "                 [--tile 8|16] [--ways layer,khr,nv,portable,spec] [--k-transpose] [--no-layer]\n"
+               "                 [--compile-times] [--check-only]\n"
+               "  --seq N        sequence length, a multiple of the tile edge (default 256)\n"
                "  --dim D        head dimension: 16, 32, 64 or 128 (default 64)\n"
                "  --heads H      heads (default 4)     --batch B   batch (default 1)\n"
                "  --no-causal    attend to every key (default: causal mask)\n"
@@ -76,6 +80,8 @@ void Usage() {
                "  --ways LIST    which ways to run, each required to be available (default: every way the\n"
                "                 device has of layer,khr,nv,portable,spec; portable = the layer with\n"
                "                 lowering=portable, on a second instance; spec = specialization-constant tiles)\n"
+               "  --tile 16      16x16 tiles, one subgroup of the device's size (16, 32, 64) per workgroup;\n"
+               "                 the KHR and NV ways are 8x8 only (default: 8)\n"
                "  --k-transpose  way 1 builds K^T with coopMatTransposeEXT instead of a column-major load\n"
                "  --no-layer     do not enable VK_LAYER_coopmat_maintenance1 (way 1 then needs a native driver)\n"
                "  --compile-times  also report the driver's compile time per way (Mesa's shader cache off; slow)\n"
@@ -98,6 +104,7 @@ std::optional<Options> Parse(int argc, char** argv) {
     else if (arg == "--dim") ok = number(o.dim);
     else if (arg == "--heads") ok = number(o.heads);
     else if (arg == "--batch") ok = number(o.batch);
+    else if (arg == "--tile") ok = number(o.tile) && (o.tile == 8 || o.tile == 16);
     else if (arg == "--runs") {
       uint32_t runs = 0;
       ok = number(runs);
@@ -133,8 +140,8 @@ std::optional<Options> Parse(int argc, char** argv) {
       return std::nullopt;
     }
   }
-  if (o.seq % kTile != 0 || (o.dim != 16 && o.dim != 32 && o.dim != 64 && o.dim != 128)) {
-    std::fprintf(stderr, "attention: --seq must be a multiple of 8 and --dim one of 16, 32, 64, 128\n");
+  if (o.seq % o.tile != 0 || (o.dim != 16 && o.dim != 32 && o.dim != 64 && o.dim != 128)) {
+    std::fprintf(stderr, "attention: --seq must be a multiple of the tile edge and --dim one of 16, 32, 64, 128\n");
     return std::nullopt;
   }
   return o;
@@ -223,7 +230,7 @@ std::unique_ptr<sample::Kernel> Prepare(const sample::Context& context, const Pr
         std::make_unique<sample::Kernel>(context, spirv, sample::KernelOptions{.bindings = 5, .pushConstantBytes = sizeof(Push),
                                                                    .specialization = way.specialization});
     out.moduleUs = kernel->moduleMicroseconds();
-    kernel->Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / kTile,
+    kernel->Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / p.options.tile,
                   p.options.heads, p.options.batch, sample::AsBytes(push));
 
     // Check: fill the outputs with NaN so that anything left unwritten shows.
@@ -268,26 +275,36 @@ int main(int argc, char** argv) {
       portable = std::make_unique<sample::Context>(sample::ContextOptions{
           .appName = "attention", .uncachedPipelines = options.compileTimes, .lowering = "portable"});
     const std::string dim = "_d" + std::to_string(options.dim);
-    const std::string ext = options.kTranspose ? "attention_ext_kt" : "attention_ext";
+    const uint32_t tile = options.tile, warp = context.subgroupSize();
+    const bool small = tile == 8;  // the shaders built for lavapipe's 8x8 tiles and 8 lanes
+    // 16x16 tiles: one workgroup is one subgroup, built for 16, 32 and 64 lanes.
+    const bool warpBuilt = small || warp == 16 || warp == 32 || warp == 64;
+    const std::string ext = small ? (options.kTranspose ? "attention_ext_kt" : "attention_ext")
+                                  : "attention_ext_t16_w" + std::to_string(warp);
+    const bool extBuilt = warpBuilt && (small || !options.kTranspose);
+    const std::string unbuilt = !warpBuilt ? "no 16x16 build for " + std::to_string(warp) + "-lane subgroups"
+                                           : "no 16x16 build with --k-transpose";
+    const std::string eightOnly = "8x8 tiles only";
     Way ways[kWays] = {
         {"maintenance1", options.layer ? "EXT shader through VK_LAYER_coopmat_maintenance1" : "EXT shader, native",
-         ext + dim, context.maintenance1(), "VK_EXT_cooperative_matrix_maintenance1 not available"},
-        {"KHR+shared", "KHR-only shader, softmax through shared memory", "attention_khr" + dim, true, ""},
+         ext + dim, context.maintenance1() && extBuilt,
+         !extBuilt ? unbuilt : "VK_EXT_cooperative_matrix_maintenance1 not available"},
+        {"KHR+shared", "KHR-only shader, softmax through shared memory", "attention_khr" + dim, small, eightOnly},
         {"NV native", "NV_cooperative_matrix2 shader, the driver's own ops", "attention_nv" + dim,
-         context.nvCoopmat2(), "VK_NV_cooperative_matrix2 not available"},
+         small && context.nvCoopmat2(), small ? "VK_NV_cooperative_matrix2 not available" : eightOnly},
         {"portable", "EXT shader through the layer with lowering=portable", ext + dim,
-         portable && portable->maintenance1(),
-         options.layer ? "the layer does not serve this driver" : "needs the layer"},
-        {"spec tiles", "way 1's kernel with specialization-constant tiles (TM, TN, TK, WARP = 8)",
+         extBuilt && portable && portable->maintenance1(),
+         !extBuilt ? unbuilt : options.layer ? "the layer does not serve this driver" : "needs the layer"},
+        {"spec tiles", "way 1's kernel with specialization-constant tiles (TM, TN, TK) and subgroup size (WARP)",
          "attention_ext_spec" + dim, context.maintenance1(), "VK_EXT_cooperative_matrix_maintenance1 not available",
-         {{3, kTile}, {4, kTile}, {5, kTile}, {6, kTile}}},
+         {{3, tile}, {4, tile}, {5, tile}, {6, warp}}},
     };
 
     std::printf("device: %s (%s)\n", context.deviceName().c_str(), context.driverInfo().c_str());
-    std::printf("attention: batch %u, heads %u, seq %u, head dim %u, %s, f16 Q/K/V, f32 O; 8x8 tiles, one subgroup "
-                "per 8 query rows (%u workgroups)\n",
-                options.batch, options.heads, options.seq, options.dim, options.causal ? "causal" : "not causal",
-                options.seq / kTile * options.heads * options.batch);
+    std::printf("attention: batch %u, heads %u, seq %u, head dim %u, %s, f16 Q/K/V, f32 O; %ux%u tiles, one subgroup "
+                "of %u lanes per %u query rows (%u workgroups)\n",
+                options.batch, options.heads, options.seq, options.dim, options.causal ? "causal" : "not causal", tile,
+                tile, small ? 8 : warp, tile, options.seq / tile * options.heads * options.batch);
     std::printf("tolerance: max |O - ref| <= %.0e, max |lse - ref| <= %.0e (reference in double from the same f16 "
                 "inputs)\n\n",
                 kOutputTolerance, kLseTolerance);

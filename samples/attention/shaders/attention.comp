@@ -15,7 +15,7 @@
 // m, l, alpha and the row reductions are 8x8 accumulators in which every element of
 // row r holds row r's value, so they combine element-wise with S and O.
 //
-// Defines: HEAD_DIM (multiple of 8).
+// Defines: HEAD_DIM (multiple of the tile edge); TILE and WARP_SIZE (below; 8 by default).
 //   SPEC_TILES   the tile sizes are specialization constants, as published kernels
 //                declare them: TM, TN, TK (SpecIds 3-5) and the subgroup size WARP
 //                (SpecId 6, also the workgroup size). P goes from TM x TN to an A
@@ -48,8 +48,16 @@ layout(constant_id = 4) const uint TN = 8;    // keys per block, and the O/V col
 layout(constant_id = 5) const uint TK = 8;    // Q/K chunk of the head dimension
 layout(constant_id = 6) const uint WARP = 8;  // one subgroup per workgroup
 #else
-layout(local_size_x = 8) in;  // one subgroup (lavapipe's subgroup size is 8)
-const uint TM = 8, TN = 8, TK = 8;  // tile edges: Br = Bc = 8
+// TILE: the tile edge, Br = Bc (8: lavapipe's one shape; 16: RADV, CDNA3). WARP_SIZE:
+// the device's subgroup size, one subgroup per workgroup (lavapipe's is 8).
+#ifndef TILE
+#define TILE 8
+#endif
+#ifndef WARP_SIZE
+#define WARP_SIZE 8
+#endif
+layout(local_size_x = WARP_SIZE) in;
+const uint TM = TILE, TN = TILE, TK = TILE;
 #endif
 
 const uint T = TM;                 // query rows per workgroup
