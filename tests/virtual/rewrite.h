@@ -37,6 +37,11 @@ struct RewriteResult {
   std::vector<uint32_t> words;
   uint32_t matrixOps = 0;    // Load, Store, MulAdd, Length and element-wise operations rewritten
   uint32_t subgroupOps = 0;  // group operations and built-in reads emulated
+  // Element accesses with a constant index past the matrix's length at this subgroup
+  // size: code for another size, which a driver compiling for this one never runs
+  // (an extract gives undef, an insert changes nothing; if it did run, the wrong
+  // value shows in the output the tests compare).
+  uint32_t pastLengthAccesses = 0;
   uint32_t scratchBytes = 0; // Workgroup memory added (all virtual subgroups)
 };
 

@@ -105,6 +105,8 @@ class MatrixRewrite {
   void NoContraction(uint32_t id);
   void MulAdd(Builder& b, const ir::Instruction& inst);
   void ElementWise(Builder& b, const ir::Instruction& inst);
+  // An OpCompositeExtract/Insert of a matrix element past the length (RewriteResult::pastLengthAccesses).
+  bool PastLength(const ir::Instruction& inst);
 
   Core& c_;
   std::map<uint32_t, Matrix> matrices_;

@@ -400,7 +400,16 @@ void MatrixRewrite::DropDeclarations() {
   std::erase_if(c_.m.extensions, [](const ir::Instruction& inst) { return ir::DecodeString(inst.operands) == "SPV_KHR_cooperative_matrix"; });
 }
 
+bool MatrixRewrite::PastLength(const ir::Instruction& inst) {
+  // Extract: composite, index...; Insert: object, composite, index...
+  const size_t composite = inst.opcode == Op::OpCompositeExtract ? 0 : inst.opcode == Op::OpCompositeInsert ? 1 : SIZE_MAX;
+  if (composite == SIZE_MAX || inst.operands.size() < composite + 2) return false;
+  const Matrix* matrix = MatrixValue(inst.operands[composite]);
+  return matrix && inst.operands[composite + 1] >= matrix->length;
+}
+
 bool MatrixRewrite::Handles(const ir::Instruction& inst) {
+  if (PastLength(inst)) return true;
   switch (inst.opcode) {
     case Op::OpCooperativeMatrixLoadKHR: case Op::OpCooperativeMatrixStoreKHR: case Op::OpCooperativeMatrixMulAddKHR:
     case Op::OpCooperativeMatrixLengthKHR:
@@ -412,6 +421,14 @@ bool MatrixRewrite::Handles(const ir::Instruction& inst) {
 }
 
 void MatrixRewrite::Rewrite(Builder& b, const ir::Instruction& inst) {
+  if (PastLength(inst)) {
+    ++c_.result.pastLengthAccesses;
+    if (inst.opcode == Op::OpCompositeExtract)
+      b.Emit(Op::OpUndef, inst.typeId, {}, inst.resultId);
+    else
+      b.Emit(Op::OpCopyObject, inst.typeId, {inst.operands[1]}, inst.resultId);
+    return;
+  }
   switch (inst.opcode) {
     case Op::OpCooperativeMatrixLoadKHR: return LoadOrStore(b, inst, false);
     case Op::OpCooperativeMatrixStoreKHR: return LoadOrStore(b, inst, true);

@@ -409,7 +409,8 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
   NextDevice<PFN_vkDestroyShaderModule>(device, "vkDestroyShaderModule")(device, module, nullptr);
   Log((r == VK_SUCCESS ? "pipeline " : "lavapipe failed (" + std::to_string(r) + ") ") + where +
       " matrix_ops=" + std::to_string(rewritten.matrixOps) + " subgroup_ops=" + std::to_string(rewritten.subgroupOps) +
-      " scratch_bytes=" + std::to_string(rewritten.scratchBytes));
+      " scratch_bytes=" + std::to_string(rewritten.scratchBytes) +
+      " past_length_accesses=" + std::to_string(rewritten.pastLengthAccesses));
   return r;
 }
 
