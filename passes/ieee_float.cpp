@@ -40,15 +40,21 @@ std::optional<IeeeFormat> IeeeBinary(uint32_t width) {
   }
 }
 
-ConvertedFloat ConvertFloat(uint64_t bits, IeeeFormat from, IeeeFormat to, FloatRounding rounding) {
+ConvertedFloat ConvertFloat(uint64_t bits, IeeeFormat from, IeeeFormat to, FloatRounding rounding, bool saturate) {
   ConvertedFloat out;
   const uint64_t sign = uint64_t{bits >> (from.Width() - 1) & 1} << (to.Width() - 1);
   const uint64_t exponentField = bits >> from.mantissaBits & Ones(from.exponentBits);
   const uint64_t fraction = bits & Ones(from.mantissaBits);
-  const uint64_t infinity = sign | Ones(to.exponentBits) << to.mantissaBits;
-  if (exponentField == Ones(from.exponentBits)) {
+  const uint64_t nanOnly = sign | Ones(to.exponentBits) << to.mantissaBits | Ones(to.mantissaBits);  // E4M3's NaN
+  const uint64_t infinity = to.finiteOnly ? nanOnly : sign | Ones(to.exponentBits) << to.mantissaBits;
+  const uint64_t largest = to.finiteOnly ? nanOnly - 1 : sign | (Ones(to.exponentBits) - 1) << to.mantissaBits | Ones(to.mantissaBits);
+  if (exponentField == Ones(from.exponentBits) && (!from.finiteOnly || fraction == Ones(from.mantissaBits))) {
     if (!fraction) {
-      out.bits = infinity;
+      out.bits = saturate ? largest : infinity;
+      return out;
+    }
+    if (to.finiteOnly) {
+      out.bits = nanOnly;
       return out;
     }
     const uint64_t payload = from.mantissaBits >= to.mantissaBits ? fraction >> (from.mantissaBits - to.mantissaBits)
@@ -75,11 +81,12 @@ ConvertedFloat ConvertFloat(uint64_t bits, IeeeFormat from, IeeeFormat to, Float
     return out;
   }
   const int64_t keptLeading = LeadingBit(kept) + quantum;  // rounding may carry into the next power of two
-  if (keptLeading > Bias(to)) {
+  // A finite-only format's top binade ends one step below its NaN pattern.
+  const int64_t maxLeading = Bias(to) + (to.finiteOnly ? 1 : 0);
+  if (keptLeading > maxLeading ||
+      (to.finiteOnly && keptLeading == maxLeading && (kept & Ones(to.mantissaBits)) == Ones(to.mantissaBits))) {
     out.overflow = out.inexact = true;
-    out.bits = rounding == FloatRounding::NearestEven
-                   ? infinity
-                   : sign | (Ones(to.exponentBits) - 1) << to.mantissaBits | Ones(to.mantissaBits);
+    out.bits = rounding == FloatRounding::NearestEven && !saturate ? infinity : largest;
     return out;
   }
   if (keptLeading < minNormal) {  // subnormal: kept < 2^mantissaBits is the fraction

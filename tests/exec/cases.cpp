@@ -29,6 +29,9 @@ Range FullRange(T t) {
     case T::S8: return {-128, 127, 1};
     case T::U32: return {0, 4294967295.0, 1};
     case T::S32: return {-2147483648.0, 2147483647.0, 1};
+    case T::BF16: return {-1000, 1000, 0.125};
+    case T::E4M3: return {-448, 448, 0.125};
+    case T::E5M2: return {-1000, 1000, 0.125};
   }
   return {0, 1, 1};
 }

@@ -9,6 +9,8 @@
 #include <random>
 #include <sstream>
 
+#include "ieee_float.h"
+
 namespace exec {
 
 const char* Name(T t) {
@@ -19,20 +21,51 @@ const char* Name(T t) {
     case T::S8: return "s8";
     case T::U32: return "u32";
     case T::S32: return "s32";
+    case T::BF16: return "bf16";
+    case T::E4M3: return "e4m3";
+    case T::E5M2: return "e5m2";
   }
   return "?";
 }
 
 size_t Size(T t) {
   switch (t) {
-    case T::F16: return 2;
+    case T::F16:
+    case T::BF16: return 2;
     case T::U8:
-    case T::S8: return 1;
+    case T::S8:
+    case T::E4M3:
+    case T::E5M2: return 1;
     default: return 4;
   }
 }
 
-bool IsFloat(T t) { return t == T::F16 || t == T::F32; }
+bool IsFloat(T t) { return t == T::F16 || t == T::F32 || EncodedFormat(t); }
+
+const coopmat::IeeeFormat* EncodedFormat(T t) {
+  switch (t) {
+    case T::BF16: return &coopmat::kBfloat16;
+    case T::E4M3: return &coopmat::kFloat8E4M3;
+    case T::E5M2: return &coopmat::kFloat8E5M2;
+    default: return nullptr;
+  }
+}
+
+namespace {
+// The bits of v (rounded to binary32 first: the tests' values are exact there) in an encoded type.
+uint32_t EncodedBits(const coopmat::IeeeFormat& format, double v) {
+  const float f = static_cast<float>(v);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  return static_cast<uint32_t>(coopmat::ConvertFloat(bits, coopmat::kBinary32, format, coopmat::FloatRounding::NearestEven).bits);
+}
+double EncodedValue(const coopmat::IeeeFormat& format, uint32_t bits) {
+  const uint64_t wide = coopmat::ConvertFloat(bits, format, coopmat::kBinary64, coopmat::FloatRounding::NearestEven).bits;
+  double d;
+  std::memcpy(&d, &wide, 8);
+  return d;
+}
+}  // namespace
 
 std::optional<T> TestType(uint32_t vkComponentType) {
   switch (vkComponentType) {
@@ -42,11 +75,13 @@ std::optional<T> TestType(uint32_t vkComponentType) {
     case VK_COMPONENT_TYPE_SINT8_KHR: return T::S8;
     case VK_COMPONENT_TYPE_UINT32_KHR: return T::U32;
     case VK_COMPONENT_TYPE_SINT32_KHR: return T::S32;
+    case VK_COMPONENT_TYPE_BFLOAT16_KHR: return T::BF16;
+    case VK_COMPONENT_TYPE_FLOAT8_E4M3_EXT: return T::E4M3;
+    case VK_COMPONENT_TYPE_FLOAT8_E5M2_EXT: return T::E5M2;
     default: return std::nullopt;
   }
 }
 
-namespace {
 uint32_t VkComponentType(T t) {
   switch (t) {
     case T::F16: return VK_COMPONENT_TYPE_FLOAT16_KHR;
@@ -55,10 +90,12 @@ uint32_t VkComponentType(T t) {
     case T::S8: return VK_COMPONENT_TYPE_SINT8_KHR;
     case T::U32: return VK_COMPONENT_TYPE_UINT32_KHR;
     case T::S32: return VK_COMPONENT_TYPE_SINT32_KHR;
+    case T::BF16: return VK_COMPONENT_TYPE_BFLOAT16_KHR;
+    case T::E4M3: return VK_COMPONENT_TYPE_FLOAT8_E4M3_EXT;
+    case T::E5M2: return VK_COMPONENT_TYPE_FLOAT8_E5M2_EXT;
   }
   return 0;
 }
-}  // namespace
 
 const char* Name(Use u) {
   switch (u) {
@@ -72,6 +109,7 @@ const char* Name(Use u) {
 double Wrap(T t, double v) {
   if (t == T::F16) return static_cast<double>(static_cast<_Float16>(v));
   if (t == T::F32) return static_cast<double>(static_cast<float>(v));
+  if (const coopmat::IeeeFormat* format = EncodedFormat(t)) return EncodedValue(*format, EncodedBits(*format, v));
   // Truncate toward zero (float sources), then keep the low bits, two's complement.
   const uint64_t bits = static_cast<uint64_t>(static_cast<int64_t>(std::trunc(v)));
   switch (t) {
@@ -91,6 +129,9 @@ void Store(T t, double v, std::byte* out) {
     case T::S8: { int8_t x = static_cast<int8_t>(v); std::memcpy(out, &x, 1); break; }
     case T::U32: { uint32_t x = static_cast<uint32_t>(v); std::memcpy(out, &x, 4); break; }
     case T::S32: { int32_t x = static_cast<int32_t>(v); std::memcpy(out, &x, 4); break; }
+    case T::BF16: { uint16_t x = static_cast<uint16_t>(EncodedBits(*EncodedFormat(t), v)); std::memcpy(out, &x, 2); break; }
+    case T::E4M3:
+    case T::E5M2: out[0] = static_cast<std::byte>(EncodedBits(*EncodedFormat(t), v)); break;
   }
 }
 
@@ -102,6 +143,9 @@ double Load(T t, const std::byte* in) {
     case T::S8: { int8_t x; std::memcpy(&x, in, 1); return x; }
     case T::U32: { uint32_t x; std::memcpy(&x, in, 4); return x; }
     case T::S32: { int32_t x; std::memcpy(&x, in, 4); return x; }
+    case T::BF16: { uint16_t x; std::memcpy(&x, in, 2); return EncodedValue(*EncodedFormat(t), x); }
+    case T::E4M3:
+    case T::E5M2: return EncodedValue(*EncodedFormat(t), static_cast<uint32_t>(in[0]));
   }
   return 0;
 }
@@ -110,8 +154,8 @@ uint32_t Bits(T t, double v) {
   std::byte raw[4] = {};
   Store(t, v, raw);
   switch (t) {
-    case T::F16: { uint16_t x; std::memcpy(&x, raw, 2); return x; }
-    case T::U8: return static_cast<uint8_t>(raw[0]);
+    case T::F16: case T::BF16: { uint16_t x; std::memcpy(&x, raw, 2); return x; }
+    case T::U8: case T::E4M3: case T::E5M2: return static_cast<uint8_t>(raw[0]);
     case T::S8: return static_cast<uint32_t>(static_cast<int32_t>(static_cast<int8_t>(raw[0])));
     default: { uint32_t x; std::memcpy(&x, raw, 4); return x; }
   }

@@ -18,6 +18,12 @@ bool Profile::RunsSubgroupSize(uint32_t size) const {
   return std::find(subgroupSizes.begin(), subgroupSizes.end(), size) != subgroupSizes.end();
 }
 
+bool Profile::ListsComponentType(uint32_t type) const {
+  return std::any_of(matrices.begin(), matrices.end(), [&](const MatrixConfig& m) {
+    return m.aType == type || m.bType == type || m.cType == type || m.resultType == type;
+  });
+}
+
 namespace {
 
 std::string_view Trim(std::string_view s) {

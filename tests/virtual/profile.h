@@ -54,6 +54,8 @@ struct Profile {
   // The layout of one matrix type at one subgroup size, or null when the profile has none.
   const LinearLayout* FindLayout(const LayoutKey& key) const;
   bool RunsSubgroupSize(uint32_t size) const;
+  // Whether a matrix configuration has this VkComponentTypeKHR as A, B, C or Result.
+  bool ListsComponentType(uint32_t type) const;
 };
 
 struct ProfileResult {

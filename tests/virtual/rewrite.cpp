@@ -96,6 +96,39 @@ void Core::FinishScratch() {
     for (ir::Instruction& entry : m.entryPoints) entry.operands.push_back(scratchVar_);
 }
 
+uint32_t Core::GlslImport() {
+  for (const ir::Instruction& inst : m.extInstImports)
+    if (ir::DecodeString(inst.operands) == "GLSL.std.450") return inst.resultId;
+  const uint32_t id = m.TakeId();
+  m.extInstImports.emplace_back(Op::OpExtInstImport, 0, id, ir::EncodeString("GLSL.std.450"));
+  return id;
+}
+
+bool Core::IsArithmeticFloat(uint32_t type) { return T().IsFloatType(type) && !T().IsEncodedFloat(type); }
+
+// What a type is declared as once EncodedFloats::Finish has made bfloat16 and fp8 unsigned integers.
+std::vector<uint32_t> Core::Storage(uint32_t type) {
+  const ir::Instruction* def = T().GlobalDef(type);
+  if (!def) return {};
+  if (def->opcode == Op::OpTypeVector) {
+    std::vector<uint32_t> key = Storage(def->Operand(0));
+    key.push_back(def->Operand(1));
+    return key;
+  }
+  if (T().IsEncodedFloat(type)) return {static_cast<uint32_t>(Op::OpTypeInt), def->Operand(0), 0};
+  std::vector<uint32_t> key = {static_cast<uint32_t>(def->opcode)};
+  key.insert(key.end(), def->operands.begin(), def->operands.end());
+  return key;
+}
+
+bool Core::SameStorage(uint32_t a, uint32_t b) { return a && b && Storage(a) == Storage(b); }
+
+uint32_t Core::Reinterpret(Builder& b, uint32_t value, uint32_t type) {
+  const uint32_t from = T().TypeOf(value);
+  if (from == type) return value;
+  return b.Emit(SameStorage(from, type) ? Op::OpCopyObject : Op::OpBitcast, type, {value});
+}
+
 uint32_t Core::WordCount(uint32_t type) {
   const ir::Instruction* def = T().GlobalDef(type);
   if (def && def->opcode == Op::OpTypeVector) return def->Operand(1) * WordCount(def->Operand(0));
@@ -124,8 +157,8 @@ std::vector<uint32_t> Core::ToWords(Builder& b, uint32_t value, uint32_t type) {
     const uint32_t pair = b.Emit(Op::OpBitcast, t.Vector(t.Uint(), 2), {value});
     return {b.Emit(Op::OpCompositeExtract, t.Uint(), {pair, 0}), b.Emit(Op::OpCompositeExtract, t.Uint(), {pair, 1})};
   }
-  if (t.IsFloatType(type)) return {b.Emit(Op::OpBitcast, t.Uint(), {b.Emit(Op::OpFConvert, t.Float(32), {value})})};
-  return {b.Emit(Op::OpUConvert, t.Uint(), {value})};  // 8 and 16-bit integers, zero-extended bits
+  if (IsArithmeticFloat(type)) return {b.Emit(Op::OpBitcast, t.Uint(), {b.Emit(Op::OpFConvert, t.Float(32), {value})})};
+  return {b.Emit(Op::OpUConvert, t.Uint(), {value})};  // 8 and 16-bit integers, bfloat16 and fp8: zero-extended bits
 }
 
 uint32_t Core::FromWords(Builder& b, const std::vector<uint32_t>& words, size_t& next, uint32_t type) {
@@ -144,7 +177,8 @@ uint32_t Core::FromWords(Builder& b, const std::vector<uint32_t>& words, size_t&
     const uint32_t second = words.at(next++);
     return b.Emit(Op::OpBitcast, type, {b.Emit(Op::OpCompositeConstruct, t.Vector(t.Uint(), 2), {word, second})});
   }
-  if (t.IsFloatType(type)) return b.Emit(Op::OpFConvert, type, {b.Emit(Op::OpBitcast, t.Float(32), {word})});
+  if (IsArithmeticFloat(type)) return b.Emit(Op::OpFConvert, type, {b.Emit(Op::OpBitcast, t.Float(32), {word})});
+  if (t.IsEncodedFloat(type)) return b.Emit(Op::OpUConvert, type, {word});
   const uint32_t narrowUnsigned = t.Int(width, false);
   const uint32_t narrow = b.Emit(Op::OpUConvert, narrowUnsigned, {word});
   return narrowUnsigned == type ? narrow : b.Emit(Op::OpBitcast, type, {narrow});
@@ -172,7 +206,7 @@ namespace {
 class Rewriter {
  public:
   Rewriter(ir::Module& module, const Profile& profile, const RewriteRequest& request, RewriteResult& result)
-      : core_(module, profile, request, result), matrices_(core_), subgroups_(core_) {}
+      : core_(module, profile, request, result), encoded_(core_), matrices_(core_, encoded_), subgroups_(core_) {}
 
   void Run() {
     core_.CheckEntryPoints();
@@ -184,6 +218,7 @@ class Rewriter {
     core_.FinishScratch();
     matrices_.DropDeclarations();
     core_.C().scratch.Finalize();  // lists the built-ins this rewrite reads in the interfaces
+    encoded_.Finish();             // last: every part above uses the encoded types' ids
   }
 
  private:
@@ -191,7 +226,9 @@ class Rewriter {
     for (const ir::Block& block : f.blocks)
       for (const ir::Instruction& inst : block.instructions)
         if (inst.resultId) core_.defs[inst.resultId] = inst;
-    auto needsRewrite = [&](const ir::Instruction& inst) { return matrices_.Handles(inst) || subgroups_.Handles(inst); };
+    auto needsRewrite = [&](const ir::Instruction& inst) {
+      return matrices_.Handles(inst) || encoded_.Handles(inst) || subgroups_.Handles(inst);
+    };
     for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
       std::vector<ir::Instruction>& list = f.blocks[bi].instructions;
       if (std::none_of(list.begin(), list.end(), needsRewrite)) continue;
@@ -205,6 +242,8 @@ class Rewriter {
         Builder b(core_.C(), f, bi, f.blocks[bi].instructions.size());
         if (matrices_.Handles(inst))
           matrices_.Rewrite(b, inst);
+        else if (encoded_.Handles(inst))
+          encoded_.Rewrite(b, inst);
         else
           subgroups_.Rewrite(b, inst);
         if (b.block() != bi) Fail("internal error: a rewrite left its block");
@@ -213,6 +252,7 @@ class Rewriter {
   }
 
   detail::Core core_;
+  detail::EncodedFloats encoded_;
   detail::MatrixRewrite matrices_;
   detail::SubgroupEmulation subgroups_;
 };

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ieee_float.h"
 #include "lowering.h"
 #include "rewrite.h"
 
@@ -63,7 +64,18 @@ class Core {
   uint32_t FromWords(Builder& b, const std::vector<uint32_t>& words, size_t& next, uint32_t type);
   uint32_t FromWord(Builder& b, uint32_t word, uint32_t type);
 
+  uint32_t GlslImport();
+  // A float type lavapipe computes with (not bfloat16 or fp8).
+  bool IsArithmeticFloat(uint32_t type);
+  // Whether two types are declared alike once bfloat16 and fp8 are unsigned integers
+  // (a bitcast between them becomes OpCopyObject).
+  bool SameStorage(uint32_t a, uint32_t b);
+  // `value` as `type` of the same width: a bitcast, or a copy where SameStorage.
+  uint32_t Reinterpret(Builder& b, uint32_t value, uint32_t type);
+
  private:
+  std::vector<uint32_t> Storage(uint32_t type);
+
   std::optional<TypeManager> types_;
   LowerOptions options_;
   LowerStats stats_;
@@ -79,9 +91,42 @@ struct Matrix {
   uint32_t length = 0;
 };
 
+// bfloat16 and fp8 (rewrite_encoded.cpp). Lavapipe has neither type: until Finish the
+// rewrite uses their values as the unsigned integers of their widths, and Finish then
+// declares them so. Conversions are integer code through binary32, rounding to
+// nearest even; MulAdd reads A and B through Decode.
+class EncodedFloats {
+ public:
+  explicit EncodedFloats(Core& core) : c_(core) {}
+  // The format of a bfloat16 or fp8 scalar type, or null for any other type.
+  const IeeeFormat* Format(uint32_t scalarType) const;
+  // Whether a scalar or vector type has bfloat16 or fp8 components.
+  bool Involves(uint32_t type) const;
+  // The binary32 value of `format` bits (the low bits of a uint word), exactly.
+  uint32_t Decode(Builder& b, uint32_t word, const IeeeFormat& format);
+  // A binary32 value as `format` bits in a uint, rounded to nearest even; overflow
+  // and infinities as SPV_EXT_float8 says, with or without saturation.
+  uint32_t Encode(Builder& b, uint32_t f32, const IeeeFormat& format, bool saturate);
+  // A scalar conversion (OpFConvert, OpConvert{S,U}ToF, OpConvertFTo{S,U}) from or into bfloat16 or fp8.
+  uint32_t ConvertScalar(Builder& b, spv::Op op, uint32_t value, uint32_t to, bool saturate);
+  // Takes the conversion's decorations off (integer code carries none): whether it saturates.
+  bool ConversionSaturates(const ir::Instruction& inst);
+  bool Handles(const ir::Instruction& inst) const;
+  void Rewrite(Builder& b, const ir::Instruction& inst);
+  void Finish();
+
+ private:
+  uint32_t Scalar(uint32_t type) const;
+  uint32_t Convert(Builder& b, spv::Op op, uint32_t value, uint32_t to, bool saturate);
+  uint32_t Select(Builder& b, uint32_t condition, uint32_t yes, uint32_t no);
+  uint32_t RoundShift(Builder& b, uint32_t bits, uint32_t shift);
+
+  Core& c_;
+};
+
 class MatrixRewrite {
  public:
-  explicit MatrixRewrite(Core& core) : c_(core) {}
+  MatrixRewrite(Core& core, EncodedFloats& encoded) : c_(core), encoded_(encoded) {}
   // Every OpTypeCooperativeMatrixKHR becomes an array (before the type manager).
   void ReplaceTypes();
   // A matrix constant names one value for every element.
@@ -109,6 +154,7 @@ class MatrixRewrite {
   bool PastLength(const ir::Instruction& inst);
 
   Core& c_;
+  EncodedFloats& encoded_;
   std::map<uint32_t, Matrix> matrices_;
   ir::Function dummyFunction_;  // RegisterCoordinate reads only FunctionState::lane
 };
@@ -141,7 +187,6 @@ class SubgroupEmulation {
   Exchange Publish(Builder& b, uint32_t value);
   uint32_t Read(Builder& b, const Exchange& x, uint32_t lane);
   uint32_t Wrap(Builder& b, uint32_t lane);
-  uint32_t GlslImport();
   uint32_t Combine(Builder& b, const Combiner& combiner, uint32_t type, uint32_t x, uint32_t y);
   uint32_t Identity(spv::Op group, uint32_t type);
   void GroupArithmetic(Builder& b, const ir::Instruction& inst);

@@ -66,8 +66,6 @@ void MatrixRewrite::ReplaceTypes() {
       Fail("matrix type %" + std::to_string(inst.resultId) + " has a shape or Use that is not constant");
     auto vkType = t.VkComponentType(info->componentType);
     if (!vkType) Fail("matrix type %" + std::to_string(inst.resultId) + " has a component type without a VkComponentTypeKHR");
-    if (t.IsEncodedFloat(info->componentType))
-      Fail("matrix type %" + std::to_string(inst.resultId) + ": bfloat16 and fp8 matrices are not emulated yet");
     info->use = static_cast<MatrixUse>(*use);
     const LayoutKey key{*vkType, *use, *rows, *cols, c_.S};
     const LinearLayout* layout = c_.profile.FindLayout(key);
@@ -150,13 +148,14 @@ std::vector<std::pair<uint32_t, uint32_t>> MatrixRewrite::Coordinates(Builder& b
 // float goes through a vector of two, so that no Int16 capability is needed.
 uint32_t MatrixRewrite::ComponentBits(Builder& b, uint32_t value) {
   const uint32_t type = T().TypeOf(value);
-  if (!T().IsFloatType(type)) return b.Emit(Op::OpUConvert, T().Uint(), {value});  // zero-extends signed ones too
+  if (!c_.IsArithmeticFloat(type)) return b.Emit(Op::OpUConvert, T().Uint(), {value});  // zero-extends signed ones too
   const uint32_t pair = b.Emit(Op::OpCompositeConstruct, T().Vector(type, 2), {value, value});
   return b.And(b.Emit(Op::OpBitcast, T().Uint(), {pair}), b.U(0xffff));
 }
 
 // The component of type `component` in the low bits of `word`.
 uint32_t MatrixRewrite::ComponentFromBits(Builder& b, uint32_t word, uint32_t component) {
+  if (T().IsEncodedFloat(component)) return b.Emit(Op::OpUConvert, component, {word});
   if (T().IsFloatType(component))
     return b.Emit(Op::OpCompositeExtract, component, {b.Emit(Op::OpBitcast, T().Vector(component, 2), {word}), 0});
   const uint32_t narrow = T().Int(T().ScalarWidth(component), false);
@@ -224,7 +223,7 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
     if (store) {
       uint32_t value = b.Emit(Op::OpCompositeExtract, component, {object, e});
       if (perScalar == 1) {
-        if (scalar != component) value = b.Emit(Op::OpBitcast, scalar, {value});
+        value = c_.Reinterpret(b, value, scalar);
         b.EmitVoid(Op::OpStore, {at, value});
         continue;
       }
@@ -242,7 +241,7 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
                                                              : b.Emit(Op::OpUConvert, T().Uint(), {b.AsIntType(value, T().Int(scalarBits, false))});
         value = ComponentFromBits(b, b.ShiftRight(word, shift), component);
       }
-      if (T().TypeOf(value) != component) value = b.Emit(Op::OpBitcast, component, {value});
+      value = c_.Reinterpret(b, value, component);
       elements.push_back(value);
     }
   }
@@ -311,6 +310,15 @@ void MatrixRewrite::MulAdd(Builder& b, const ir::Instruction& inst) {
 
   const uint32_t resultType = r.info.componentType;
   const bool isFloat = T().IsFloatType(resultType);
+  if (encoded_.Format(c.info.componentType) || encoded_.Format(resultType))
+    Fail(Describe(inst) + ": bfloat16 and fp8 accumulators are not emulated");
+  // An element of A or B from its word in the region, in the Result type: bfloat16
+  // and fp8 through their exact binary32 values.
+  auto operand = [&](uint32_t word, const Matrix& matrix, bool isSigned) {
+    if (const IeeeFormat* format = encoded_.Format(matrix.info.componentType))
+      return ToResultType(b, encoded_.Decode(b, word, *format), resultType, false);
+    return ToResultType(b, c_.FromWord(b, word, matrix.info.componentType), resultType, isSigned);
+  };
   const auto coords = Coordinates(b, r);
   std::vector<uint32_t> elements;
   for (uint32_t e = 0; e < r.length; ++e) {
@@ -318,9 +326,8 @@ void MatrixRewrite::MulAdd(Builder& b, const ir::Instruction& inst) {
     uint32_t acc = ToResultType(b, b.Emit(Op::OpCompositeExtract, c.info.componentType, {inst.Operand(2), e}), resultType, cSigned);
     const uint32_t aRow = b.Mul(row, b.U(K));
     for (uint32_t k = 0; k < K; ++k) {
-      const uint32_t x = ToResultType(b, c_.FromWord(b, c_.LoadWord(b, base, b.Add(aRow, b.U(k))), a.info.componentType), resultType, aSigned);
-      const uint32_t y = ToResultType(b, c_.FromWord(b, c_.LoadWord(b, base, b.Add(b.U(M * K + k * N), col)), bm.info.componentType),
-                                      resultType, bSigned);
+      const uint32_t x = operand(c_.LoadWord(b, base, b.Add(aRow, b.U(k))), a, aSigned);
+      const uint32_t y = operand(c_.LoadWord(b, base, b.Add(b.U(M * K + k * N), col)), bm, bSigned);
       const uint32_t product = b.Emit(isFloat ? Op::OpFMul : Op::OpIMul, resultType, {x, y});
       acc = b.Emit(isFloat ? Op::OpFAdd : Op::OpIAdd, resultType, {acc, product});
       if (isFloat) {
@@ -342,6 +349,18 @@ void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
   Op op = inst.opcode;
   if (op == Op::OpMatrixTimesScalar && !T().IsFloatType(component)) op = Op::OpIMul;
   if (op == Op::OpMatrixTimesScalar) op = Op::OpFMul;
+  // bfloat16 and fp8 matrices are only moved and converted (SPV_KHR_bfloat16, SPV_EXT_float8).
+  const Matrix* operandMatrix = MatrixValue(inst.Operand(0));
+  const bool encoded = encoded_.Format(component) || (operandMatrix && encoded_.Format(operandMatrix->info.componentType));
+  if (encoded && !IsConversion(op))
+    Fail(Describe(inst) + ": arithmetic on bfloat16 and fp8 matrices is not allowed (SPV_KHR_bfloat16, SPV_EXT_float8)");
+  const bool saturate = encoded && encoded_.ConversionSaturates(inst);
+  // One element's conversion or operation.
+  auto compute = [&](const std::vector<uint32_t>& operands) {
+    if (encoded && op == Op::OpBitcast) return c_.Reinterpret(b, operands[0], component);
+    if (encoded) return encoded_.ConvertScalar(b, op, operands[0], component, saturate);
+    return b.Emit(op, component, operands);
+  };
   // Decorations of the result (NoContraction, FPRoundingMode, ...) belong to each element's operation.
   std::vector<ir::Instruction> decorations;
   std::erase_if(c_.m.annotations, [&](const ir::Instruction& a) {
@@ -367,7 +386,7 @@ void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
     c_.Barrier(b);
     const uint32_t base = c_.RegionBase(b);
     Scatter(b, base, 0, inst.Operand(0), *source, false, [&](uint32_t element) {
-      const uint32_t converted = b.Emit(op, component, {element});
+      const uint32_t converted = compute({element});
       decorate(converted);
       return converted;
     });
@@ -386,7 +405,7 @@ void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
   for (uint32_t e = 0; e < r.length; ++e) {
     std::vector<uint32_t> operands;
     for (uint32_t operand : inst.operands) operands.push_back(elementOf(operand, e));
-    const uint32_t element = b.Emit(op, component, operands);
+    const uint32_t element = compute(operands);
     decorate(element);
     elements.push_back(element);
   }

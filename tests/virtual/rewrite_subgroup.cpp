@@ -144,16 +144,8 @@ uint32_t SubgroupEmulation::Read(Builder& b, const Exchange& x, uint32_t lane) {
 // A lane index kept inside the virtual subgroup (out-of-range ids are undefined in SPIR-V).
 uint32_t SubgroupEmulation::Wrap(Builder& b, uint32_t lane) { return b.And(b.AsIntType(lane, T().Uint()), b.U(c_.S - 1)); }
 
-uint32_t SubgroupEmulation::GlslImport() {
-  for (const ir::Instruction& inst : c_.m.extInstImports)
-    if (ir::DecodeString(inst.operands) == "GLSL.std.450") return inst.resultId;
-  const uint32_t id = c_.m.TakeId();
-  c_.m.extInstImports.emplace_back(Op::OpExtInstImport, 0, id, ir::EncodeString("GLSL.std.450"));
-  return id;
-}
-
 uint32_t SubgroupEmulation::Combine(Builder& b, const Combiner& combiner, uint32_t type, uint32_t x, uint32_t y) {
-  if (combiner.op == Op::OpExtInst) return b.Emit(Op::OpExtInst, type, {GlslImport(), combiner.glsl, x, y});
+  if (combiner.op == Op::OpExtInst) return b.Emit(Op::OpExtInst, type, {c_.GlslImport(), combiner.glsl, x, y});
   return b.Emit(combiner.op, type, {x, y});
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -20,6 +21,7 @@
 
 #include "compute.h"
 #include "exec_util.h"
+#include "ieee_float.h"
 #include "profile.h"
 #include "reference.h"
 #include "vk_context.h"
@@ -262,6 +264,7 @@ TEST_CASE("virtual: element access, length and element-wise arithmetic", "[selfc
   for (uint32_t size : TheProfile().subgroupSizes)
     for (const Shape& shape : ProfileShapes()) {
       const T t = *TestType(shape.componentType);
+      if (exec::EncodedFormat(t)) continue;  // bfloat16 and fp8 matrices have no arithmetic
       const std::vector<Matrix> in = Random(t, shape.rows, shape.cols, 31, exec::IsFloat(t) ? -8 : 0, 8);
       std::vector<Matrix> want;
       for (const Matrix& m : in) {
@@ -310,6 +313,118 @@ TEST_CASE("virtual: component-type conversions of accumulators", "[selfcheck]") 
       }
     }
   CHECK(ran > 0);
+}
+
+TEST_CASE("virtual: bfloat16 and fp8 A matrices convert from and to f16", "[selfcheck]") {
+  size_t ran = 0;
+  for (uint32_t size : TheProfile().subgroupSizes)
+    for (const Shape& shape : ProfileShapes()) {
+      const T t = *TestType(shape.componentType);
+      if (!exec::EncodedFormat(t) || shape.useValue != coopmat::kUseA) continue;
+      if (!TheProfile().FindLayout({coopmat::kTypeF16, coopmat::kUseA, shape.rows, shape.cols, size})) continue;
+      // f16 -> t rounds (and overflows E4M3 past 448); t -> f16 is exact.
+      const std::vector<Matrix> halves = Random(T::F16, shape.rows, shape.cols, 43, -500, 500, 1.0 / 64);
+      const std::vector<Matrix> encoded = Random(t, shape.rows, shape.cols, 47, -300, 300, 0.25);
+      for (bool toEncoded : {true, false}) {
+        const std::vector<Matrix>& in = toEncoded ? halves : encoded;
+        const T to = toEncoded ? t : T::F16;
+        std::vector<Matrix> want;
+        for (const Matrix& m : in) want.push_back(exec::Convert(m, to, false));
+        std::vector<cmtest::Bytes> buffers = {exec::Pack(in), cmtest::Bytes(exec::Pack(want).size())};
+        Run(std::string("convert_a_") + exec::Name(in[0].type) + "_" + exec::Name(to) + "_16x16", size, buffers);
+        // Bits, not values: an E4M3 overflow is a NaN, which compares unequal as a value.
+        for (size_t i = 0; i < want.size(); ++i) {
+          INFO("matrix " << i << " " << exec::Name(in[0].type) << " -> " << exec::Name(to));
+          CHECK(exec::Pack({want[i]}) == cmtest::Bytes(buffers[1].begin() + i * exec::Pack({want[i]}).size(),
+                                                       buffers[1].begin() + (i + 1) * exec::Pack({want[i]}).size()));
+        }
+        ++ran;
+      }
+    }
+  if (TheProfile().ListsComponentType(coopmat::kTypeBF16)) CHECK(ran > 0);
+}
+
+namespace {
+// binary32 inputs for the scalar conversions into `format`: every value of an 8-bit
+// format (a sample of bfloat16's), the midpoints between neighbours (ties), one
+// binary32 step either side of them, and the special cases.
+std::vector<uint32_t> ConversionInputs(const coopmat::IeeeFormat& format) {
+  auto toF32 = [&](uint32_t bits) {
+    return static_cast<uint32_t>(coopmat::ConvertFloat(bits, format, coopmat::kBinary32, coopmat::FloatRounding::NearestEven).bits);
+  };
+  std::vector<uint32_t> in = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc12345u, 0x7f7fffffu,
+                              0x00000001u, 0x80400000u, 0x477fe000u, 0x47700000u, 0x43e80000u, 0x43e80001u, 0x43f00000u,
+                              0x49742400u, 0x3a800000u, 0x3a000000u, 0x3a400000u, 0x37800000u, 0x33800000u, 0x3f808000u,
+                              0x3f818000u, 0x3f808001u, 0x00400000u, 0x007f8000u, 0x00008000u};
+  const uint32_t width = format.Width(), step = width == 16 ? 97 : 1;
+  for (uint32_t bits = 0; bits + step < (1u << (width - 1)); bits += step) {
+    const uint32_t a = toF32(bits), b = toF32(bits + 1);
+    float fa, fb;
+    std::memcpy(&fa, &a, 4);
+    std::memcpy(&fb, &b, 4);
+    if (std::isnan(fa) || std::isnan(fb) || std::isinf(fb)) continue;
+    const float mid = (fa + fb) / 2;  // exact: both have far fewer significant bits than binary32
+    uint32_t m;
+    std::memcpy(&m, &mid, 4);
+    for (uint32_t v : {a, m, m - 1, m + 1}) {
+      in.push_back(v);
+      in.push_back(v | 0x80000000u);
+    }
+  }
+  return in;
+}
+}  // namespace
+
+namespace {
+bool IsNan(uint64_t bits, const coopmat::IeeeFormat& format) {
+  const uint64_t magnitude = bits & ((uint64_t{1} << (format.Width() - 1)) - 1);
+  const uint64_t infinity = ((uint64_t{1} << format.exponentBits) - 1) << format.mantissaBits;
+  return format.finiteOnly ? magnitude == (infinity | ((uint64_t{1} << format.mantissaBits) - 1)) : magnitude > infinity;
+}
+}  // namespace
+
+TEST_CASE("virtual: bfloat16 and fp8 scalar conversions round to nearest even, keep NaN and subnormals", "[selfcheck]") {
+  using coopmat::ConvertFloat;
+  using coopmat::FloatRounding;
+  size_t ran = 0;
+  for (T t : {T::BF16, T::E4M3, T::E5M2}) {
+    if (!TheProfile().ListsComponentType(exec::VkComponentType(t))) continue;
+    const coopmat::IeeeFormat& format = *exec::EncodedFormat(t);
+    const std::vector<uint32_t> in = ConversionInputs(format);
+    const size_t n = in.size(), es = exec::Size(t);
+    std::vector<cmtest::Bytes> buffers = {cmtest::ToBytes(in), cmtest::Bytes(n * es), cmtest::Bytes(n * 4), cmtest::Bytes(n * es),
+                                          cmtest::Bytes(n * 2)};
+    Run(std::string("convert_scalar_") + exec::Name(t), TheProfile().defaultSubgroupSize, buffers);
+    auto read = [&](const cmtest::Bytes& bytes, size_t i, size_t size) {
+      uint32_t v = 0;
+      std::memcpy(&v, bytes.data() + i * size, size);
+      return v;
+    };
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t encoded = ConvertFloat(in[i], coopmat::kBinary32, format, FloatRounding::NearestEven).bits;
+      const uint64_t back = ConvertFloat(encoded, format, coopmat::kBinary32, FloatRounding::NearestEven).bits;
+      const uint64_t half = ConvertFloat(in[i], coopmat::kBinary32, coopmat::kBinary16, FloatRounding::NearestEven).bits;
+      const uint64_t fromHalf = ConvertFloat(half, coopmat::kBinary16, format, FloatRounding::NearestEven).bits;
+      const uint64_t toHalf = ConvertFloat(back, coopmat::kBinary32, coopmat::kBinary16, FloatRounding::NearestEven).bits;
+      char hex[16];
+      std::snprintf(hex, sizeof hex, "0x%08x", in[i]);
+      INFO(exec::Name(t) << " input " << hex);
+      CHECK(read(buffers[1], i, es) == encoded);
+      CHECK(read(buffers[2], i, 4) == back);
+      // The shader's own binary32 -> f16 conversion (lavapipe's) makes NaNs canonical: any NaN then.
+      if (IsNan(fromHalf, format))
+        CHECK(IsNan(read(buffers[3], i, es), format));
+      else
+        CHECK(read(buffers[3], i, es) == fromHalf);
+      // Lavapipe's own binary32 -> f16 conversion makes NaNs canonical (Vulkan keeps no payload there).
+      if (IsNan(toHalf, coopmat::kBinary16))
+        CHECK(IsNan(read(buffers[4], i, 2), coopmat::kBinary16));
+      else
+        CHECK(read(buffers[4], i, 2) == toHalf);
+    }
+    ++ran;
+  }
+  if (TheProfile().ListsComponentType(coopmat::kTypeBF16)) CHECK(ran == 3);
 }
 
 TEST_CASE("virtual: MulAdd of every configuration the profile lists", "[selfcheck]") {

@@ -105,16 +105,39 @@ bool IsHidden(const char* name) {
   return false;
 }
 
+void CopyName(char* out, size_t size, const std::string& text) {
+  std::memset(out, 0, size);
+  std::memcpy(out, text.data(), std::min(size - 1, text.size()));
+}
+
+// The component types the rewrite emulates (rewrite_encoded.cpp) where the profile lists
+// them: lavapipe has neither extension, so both are reported and kept from it.
+bool ListsBfloat16() { return TheProfile().profile.ListsComponentType(VK_COMPONENT_TYPE_BFLOAT16_KHR); }
+bool ListsFloat8() {
+  const Profile& p = TheProfile().profile;
+  return p.ListsComponentType(VK_COMPONENT_TYPE_FLOAT8_E4M3_EXT) || p.ListsComponentType(VK_COMPONENT_TYPE_FLOAT8_E5M2_EXT);
+}
+std::vector<VkExtensionProperties> EmulatedExtensions() {
+  std::vector<VkExtensionProperties> list;
+  auto add = [&](const char* name, uint32_t version) {
+    VkExtensionProperties e{};
+    CopyName(e.extensionName, sizeof(e.extensionName), name);
+    e.specVersion = version;
+    list.push_back(e);
+  };
+  if (ListsBfloat16()) add(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME, VK_KHR_SHADER_BFLOAT16_SPEC_VERSION);
+  if (ListsFloat8()) add(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME, VK_EXT_SHADER_FLOAT8_SPEC_VERSION);
+  return list;
+}
+bool IsEmulated(const char* name) {
+  return std::strcmp(name, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME) == 0 || std::strcmp(name, VK_EXT_SHADER_FLOAT8_EXTENSION_NAME) == 0;
+}
+
 // The subgroup operations rewrite.cpp emulates.
 constexpr VkSubgroupFeatureFlags kEmulatedOperations = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT |
                                                        VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT |
                                                        VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT |
                                                        VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
-
-void CopyName(char* out, size_t size, const std::string& text) {
-  std::memset(out, 0, size);
-  std::memcpy(out, text.data(), std::min(size - 1, text.size()));
-}
 
 void PatchCore(VkPhysicalDeviceProperties& p) {
   const Profile& profile = TheProfile().profile;
@@ -198,6 +221,24 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceProperties2(VkPhysicalDevice pd, VkP
   PatchChain(p->pNext, maxInvocations);
 }
 
+// The emulated types' features, where the profile lists them (lavapipe leaves them false).
+VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice pd, VkPhysicalDeviceFeatures2* f) {
+  auto next = Next<PFN_vkGetPhysicalDeviceFeatures2>(pd, "vkGetPhysicalDeviceFeatures2");
+  if (!next) next = Next<PFN_vkGetPhysicalDeviceFeatures2>(pd, "vkGetPhysicalDeviceFeatures2KHR");
+  next(pd, f);
+  for (auto* s = static_cast<VkBaseOutStructure*>(f->pNext); s; s = s->pNext) {
+    if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR) {
+      auto* bf16 = reinterpret_cast<VkPhysicalDeviceShaderBfloat16FeaturesKHR*>(s);
+      bf16->shaderBFloat16Type = bf16->shaderBFloat16CooperativeMatrix = ListsBfloat16() ? VK_TRUE : VK_FALSE;
+      bf16->shaderBFloat16DotProduct = VK_FALSE;  // OpDot on bfloat16 is not emulated
+    }
+    if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT) {
+      auto* fp8 = reinterpret_cast<VkPhysicalDeviceShaderFloat8FeaturesEXT*>(s);
+      fp8->shaderFloat8 = fp8->shaderFloat8CooperativeMatrix = ListsFloat8() ? VK_TRUE : VK_FALSE;
+    }
+  }
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL GetCooperativeMatrixProperties(VkPhysicalDevice, uint32_t* count,
                                                               VkCooperativeMatrixPropertiesKHR* props) {
   const auto& matrices = TheProfile().profile.matrices;
@@ -234,7 +275,8 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
   std::vector<VkExtensionProperties> list(n);
   next(pd, nullptr, &n, list.data());
   list.resize(n);
-  std::erase_if(list, [](const VkExtensionProperties& e) { return IsHidden(e.extensionName); });
+  std::erase_if(list, [](const VkExtensionProperties& e) { return IsHidden(e.extensionName) || IsEmulated(e.extensionName); });
+  for (const VkExtensionProperties& e : EmulatedExtensions()) list.push_back(e);
   if (!props) {
     *count = static_cast<uint32_t>(list.size());
     return VK_SUCCESS;
@@ -265,6 +307,31 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* info, 
   return r;
 }
 
+// Unlinks the nodes of `types` from a chain for one call and puts them back after.
+class ChainFilter {
+ public:
+  ChainFilter(const void** head, std::initializer_list<VkStructureType> types) {
+    auto** link = reinterpret_cast<VkBaseInStructure**>(const_cast<void**>(head));
+    while (*link) {
+      VkBaseInStructure* node = *link;
+      if (std::find(types.begin(), types.end(), node->sType) != types.end()) {
+        removed_.push_back({link, node});
+        *link = const_cast<VkBaseInStructure*>(node->pNext);
+      } else {
+        link = const_cast<VkBaseInStructure**>(&node->pNext);
+      }
+    }
+  }
+  ~ChainFilter() {
+    for (auto it = removed_.rbegin(); it != removed_.rend(); ++it) *it->first = it->second;
+  }
+  ChainFilter(const ChainFilter&) = delete;
+  ChainFilter& operator=(const ChainFilter&) = delete;
+
+ private:
+  std::vector<std::pair<VkBaseInStructure**, VkBaseInStructure*>> removed_;
+};
+
 VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo* info, const VkAllocationCallbacks* alloc,
                                             VkDevice* out) {
   auto* link = static_cast<VkLayerDeviceCreateInfo*>(const_cast<void*>(info->pNext));
@@ -275,7 +342,16 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   PFN_vkGetDeviceProcAddr gdpa = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;
   link->u.pLayerInfo = link->u.pLayerInfo->pNext;
   auto create = reinterpret_cast<PFN_vkCreateDevice>(gipa(InstanceOf(pd).instance, "vkCreateDevice"));
-  const VkResult r = create(pd, info, alloc, out);
+  // Lavapipe knows neither emulated extension: their names and feature structs stay here.
+  VkDeviceCreateInfo forLavapipe = *info;
+  std::vector<const char*> extensions;
+  for (uint32_t i = 0; i < info->enabledExtensionCount; ++i)
+    if (!IsEmulated(info->ppEnabledExtensionNames[i])) extensions.push_back(info->ppEnabledExtensionNames[i]);
+  forLavapipe.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  forLavapipe.ppEnabledExtensionNames = extensions.data();
+  ChainFilter filter(&forLavapipe.pNext, {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR,
+                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT});
+  const VkResult r = create(pd, &forLavapipe, alloc, out);
   if (r != VK_SUCCESS) return r;
   VkPhysicalDeviceProperties real;
   Next<PFN_vkGetPhysicalDeviceProperties>(pd, "vkGetPhysicalDeviceProperties")(pd, &real);
@@ -321,30 +397,6 @@ template <typename T> const T* Find(const void* chain, VkStructureType type) {
   return nullptr;
 }
 
-// Unlinks the nodes of `types` from a chain for one call and puts them back after.
-class ChainFilter {
- public:
-  ChainFilter(const void** head, std::initializer_list<VkStructureType> types) {
-    auto** link = reinterpret_cast<VkBaseInStructure**>(const_cast<void**>(head));
-    while (*link) {
-      VkBaseInStructure* node = *link;
-      if (std::find(types.begin(), types.end(), node->sType) != types.end()) {
-        removed_.push_back({link, node});
-        *link = const_cast<VkBaseInStructure*>(node->pNext);
-      } else {
-        link = const_cast<VkBaseInStructure**>(&node->pNext);
-      }
-    }
-  }
-  ~ChainFilter() {
-    for (auto it = removed_.rbegin(); it != removed_.rend(); ++it) *it->first = it->second;
-  }
-  ChainFilter(const ChainFilter&) = delete;
-  ChainFilter& operator=(const ChainFilter&) = delete;
-
- private:
-  std::vector<std::pair<VkBaseInStructure**, VkBaseInStructure*>> removed_;
-};
 
 VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipelineCreateInfo& original,
                    const VkAllocationCallbacks* alloc, VkPipeline* out) {
@@ -450,6 +502,8 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
       {"vkGetPhysicalDeviceProperties2", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2)},
       {"vkGetPhysicalDeviceProperties2KHR", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2)},
       {"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", reinterpret_cast<PFN_vkVoidFunction>(&GetCooperativeMatrixProperties)},
+      {"vkGetPhysicalDeviceFeatures2", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceFeatures2)},
+      {"vkGetPhysicalDeviceFeatures2KHR", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceFeatures2)},
   };
   for (auto& e : table)
     if (std::strcmp(e.name, name) == 0) return e.fn;

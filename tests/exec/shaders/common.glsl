@@ -7,6 +7,7 @@
 //   APP_SHARED_WORDS  how much (uint words; default 128)
 //   LITERAL_LOCAL local_size_x is the literal LITERAL_LOCAL instead of spec constant 0
 //   KHR_ONLY      no GL_EXT_cooperative_matrix_maintenance1 (plain KHR or NV shaders)
+//   ENCODED_TYPES bfloat16_t, floate4m3_t and floate5m2_t (GL_EXT_bfloat16, GL_EXT_float_e4m3/e5m2)
 // Every shader is a grid of independent subgroups: subgroup g (over the whole
 // dispatch) works on matrix g of each buffer.
 #extension GL_KHR_cooperative_matrix : require
@@ -16,6 +17,11 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_KHR_shader_subgroup_basic : require
+#ifdef ENCODED_TYPES
+#extension GL_EXT_bfloat16 : require
+#extension GL_EXT_float_e4m3 : require
+#extension GL_EXT_float_e5m2 : require
+#endif
 
 #ifdef LITERAL_LOCAL
 layout(local_size_x = LITERAL_LOCAL) in;
