@@ -206,6 +206,8 @@ VkResult DiscoverDeviceLayouts(DeviceData& data, VkPhysicalDevice physicalDevice
   probe.setDeviceLoaderData = FindLoaderDataCallback(createInfo);
   probe.float16Allowed = allowed.float16;
   probe.int8Allowed = allowed.int8;
+  probe.bfloat16Allowed = allowed.bfloat16;
+  probe.float8Allowed = allowed.float8;
   probe.fullSubgroupsFlag = allowed.fullSubgroupsFlag;
   probe.requireSubgroupSize = SubgroupSizeControlEnabled(createInfo);
   auto getQueue = reinterpret_cast<PFN_vkGetDeviceQueue>(nextGetDeviceProcAddr(data.device, "vkGetDeviceQueue"));

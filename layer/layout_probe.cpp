@@ -38,6 +38,10 @@ const ProbeShader* ShaderFor(uint32_t componentType) {
       {kTypeF16, kProbeF16_13, kProbeF16_16, 2, 2048},     {kTypeF32, kProbeF32_13, kProbeF32_16, 4, 1u << 24},
       {kTypeU8, kProbeU8_13, kProbeU8_16, 1, 255},         {kTypeS8, kProbeS8_13, kProbeS8_16, 1, 127},
       {kTypeU32, kProbeU32_13, kProbeU32_16, 4, ~0u},      {kTypeS32, kProbeS32_13, kProbeS32_16, 4, 0x7fffffffu},
+      // bf16: integers, exact up to 256; fp8: bit patterns below the first NaN (E4M3
+      // 0x7f) or infinity (E5M2 0x7c), read back by a bitcast.
+      {kTypeBF16, kProbeBF16_13, kProbeBF16_16, 2, 256},  {kTypeE4M3, kProbeE4M3_13, kProbeE4M3_16, 1, 0x7e},
+      {kTypeE5M2, kProbeE5M2_13, kProbeE5M2_16, 1, 0x7b},
   };
   for (const ProbeShader& s : kShaders) {
     if (s.componentType == componentType) return &s;
@@ -64,6 +68,17 @@ void EncodeCode(uint32_t componentType, uint32_t value, std::byte* out) {
       std::memcpy(out, &f, 4);
       break;
     }
+    case kTypeBF16: {
+      // The top half of the binary32 value: exact for value <= 256.
+      const float f = static_cast<float>(value);
+      uint32_t bits = 0;
+      std::memcpy(&bits, &f, 4);
+      const uint16_t bf16 = static_cast<uint16_t>(bits >> 16);
+      std::memcpy(out, &bf16, 2);
+      break;
+    }
+    case kTypeE4M3:
+    case kTypeE5M2:  // the code is the bit pattern
     case kTypeU8:
     case kTypeS8: {
       const uint8_t b = static_cast<uint8_t>(value);

@@ -28,10 +28,15 @@ struct ProbeContext {
   // device accepts, and how full subgroups are required.
   bool float16Allowed = false;
   bool int8Allowed = false;
+  bool bfloat16Allowed = false;
+  bool float8Allowed = false;
   bool fullSubgroupsFlag = false;  // REQUIRE_FULL_SUBGROUPS on the 1.3 module; else the 1.6 module
   bool TypeAllowed(uint32_t componentType) const {
     if (componentType == VK_COMPONENT_TYPE_FLOAT16_KHR) return float16Allowed;
     if (componentType == VK_COMPONENT_TYPE_UINT8_KHR || componentType == VK_COMPONENT_TYPE_SINT8_KHR) return int8Allowed;
+    if (componentType == VK_COMPONENT_TYPE_BFLOAT16_KHR) return bfloat16Allowed;
+    if (componentType == VK_COMPONENT_TYPE_FLOAT8_E4M3_EXT || componentType == VK_COMPONENT_TYPE_FLOAT8_E5M2_EXT)
+      return float8Allowed;
     return true;
   }
   // The app enabled subgroupSizeControl and computeFullSubgroups: the probe may

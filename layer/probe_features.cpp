@@ -8,7 +8,7 @@ namespace {
 
 struct Enabled {
   bool cooperativeMatrix = false, vulkanMemoryModel = false, shaderFloat16 = false, storage16 = false,
-       shaderInt8 = false, storage8 = false, computeFullSubgroups = false;
+       shaderInt8 = false, storage8 = false, computeFullSubgroups = false, bfloat16 = false, float8 = false;
 };
 
 // Every place a feature can be enabled: the core Vulkan 1.x structs and the
@@ -50,6 +50,16 @@ Enabled EnabledFeatures(const VkDeviceCreateInfo& info) {
         e.computeFullSubgroups |=
             reinterpret_cast<const VkPhysicalDeviceSubgroupSizeControlFeatures*>(s)->computeFullSubgroups;
         break;
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR: {
+        auto* v = reinterpret_cast<const VkPhysicalDeviceShaderBfloat16FeaturesKHR*>(s);
+        e.bfloat16 |= v->shaderBFloat16Type && v->shaderBFloat16CooperativeMatrix;
+        break;
+      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT: {
+        auto* v = reinterpret_cast<const VkPhysicalDeviceShaderFloat8FeaturesEXT*>(s);
+        e.float8 |= v->shaderFloat8 && v->shaderFloat8CooperativeMatrix;
+        break;
+      }
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR:
         e.cooperativeMatrix |= reinterpret_cast<const VkPhysicalDeviceCooperativeMatrixFeaturesKHR*>(s)->cooperativeMatrix;
         break;
@@ -170,6 +180,8 @@ ProbeAllowance AllowedProbe(const VkDeviceCreateInfo& info, uint32_t apiVersion)
   allowed.float16 = e.shaderFloat16 && e.storage16 && (v12 || Enables(info, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME));
   allowed.int8 = e.shaderInt8 && e.storage8 &&
                  (v12 || (Enables(info, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME) && Enables(info, VK_KHR_8BIT_STORAGE_EXTENSION_NAME)));
+  allowed.bfloat16 = e.bfloat16 && e.storage16 && Enables(info, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  allowed.float8 = e.float8 && allowed.int8 && Enables(info, VK_EXT_SHADER_FLOAT8_EXTENSION_NAME);
   return allowed;
 }
 

@@ -47,6 +47,12 @@ struct ProbeAllowance {
                           // require full subgroups (the flag, or a SPIR-V 1.6 module)
   bool float16 = false;   // shaderFloat16 + storageBuffer16BitAccess
   bool int8 = false;      // shaderInt8 + storageBuffer8BitAccess (+ VK_KHR_8bit_storage before 1.2)
+  // The app's own VK_KHR_shader_bfloat16 / VK_EXT_shader_float8 with the type and
+  // cooperative-matrix features (the layer adds no extension: an app that did not
+  // enable one has no module with such matrices), and 16-bit storage / 8-bit
+  // storage and shaderInt8 (the fp8 probe reads its bit patterns as integers).
+  bool bfloat16 = false;
+  bool float8 = false;
   bool fullSubgroupsFlag = false;  // computeFullSubgroups enabled: the 1.3 module with the flag
   const char* missing = nullptr;   // why not `any`, for the log
 };

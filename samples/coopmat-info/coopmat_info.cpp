@@ -156,13 +156,39 @@ void CreateDeviceForLayouts(VkPhysicalDevice device) {
   queue.pQueuePriorities = &priority;
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR khr{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   khr.cooperativeMatrix = VK_TRUE;
-  const char* extensions[] = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME,
-                              VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME};
+  std::vector<const char*> extensions = {VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME,
+                                         VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME};
+  // bf16 and fp8 matrices as an app that uses them enables them (the layer probes a
+  // type only where the app enabled it; it turns on the f16 and 8-bit features itself).
+  VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  VkPhysicalDeviceShaderFloat8FeaturesEXT fp8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT, &bf16};
+  VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &fp8};
+  vkGetPhysicalDeviceFeatures2(device, &supported);
+  uint32_t extensionCount = 0;
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &extensionCount, nullptr);
+  std::vector<VkExtensionProperties> available(extensionCount);
+  vkEnumerateDeviceExtensionProperties(device, nullptr, &extensionCount, available.data());
+  auto has = [&](const char* name) {
+    return std::any_of(available.begin(), available.end(),
+                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
+  };
+  const void* chain = nullptr;
+  if (has(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME) && bf16.shaderBFloat16Type && bf16.shaderBFloat16CooperativeMatrix) {
+    extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+    bf16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, const_cast<void*>(chain), VK_TRUE, VK_FALSE, VK_TRUE};
+    chain = &bf16;
+  }
+  if (has(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME) && fp8.shaderFloat8 && fp8.shaderFloat8CooperativeMatrix) {
+    extensions.push_back(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME);
+    fp8 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT, const_cast<void*>(chain), VK_TRUE, VK_TRUE};
+    chain = &fp8;
+  }
+  khr.pNext = const_cast<void*>(chain);
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &khr};
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
-  info.enabledExtensionCount = 2;
-  info.ppEnabledExtensionNames = extensions;
+  info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+  info.ppEnabledExtensionNames = extensions.data();
   VkDevice logical = VK_NULL_HANDLE;
   VkResult result;
   {

@@ -52,13 +52,7 @@ def main():
     for key, line in sorted(probed.items()):
         if layouts.get(key) != line:
             problems.append(f"probed {line}\n   profile {layouts.get(key, '(none)')}")
-    # The layer has no probe shader for bfloat16 and fp8 (layer/layout_probe.cpp ShaderFor):
-    # those keys are listed, not failed, until it has one; a probed one is still compared above.
-    unprobeable = {"bf16", "e4m3", "e5m2"}
     for key in sorted(wanted - probed.keys()):
-        if key[0] in unprobeable:
-            print(f"not probed by the layer (no probe for the type): {' '.join(key)}")
-            continue
         problems.append(f"not probed: {' '.join(key)} (profile: {layouts.get(key, '(none)')})")
     log = open(os.path.join(scratch, "virtual.log")).read() if os.path.exists(os.path.join(scratch, "virtual.log")) else ""
     if "pipeline profile=" not in log:
