@@ -23,6 +23,7 @@ if(WIN32)
   set(CPACK_NSIS_INSTALL_ROOT "$PROGRAMFILES64")  # a 64-bit DLL
   set(CPACK_NSIS_DISPLAY_NAME "Vulkan layer coopmat-maintenance1")
   set(CPACK_NSIS_PACKAGE_NAME "Vulkan layer coopmat-maintenance1 ${PROJECT_VERSION}")
+  set(CPACK_STRIP_FILES ON)  # without the debug info: 4 MB instead of 12 (the DLL alone has 40 MB of it)
   set(CPACK_NSIS_ENABLE_UNINSTALL_BEFORE_INSTALL ON)  # an upgrade leaves no second registration
   set(CPACK_NSIS_DEFINES "!define COOPMAT_UNINSTALL_KEY \"Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\coopmat-maintenance1\"
 !include \"${PROJECT_SOURCE_DIR}/cmake/windows-installer.nsh\"")

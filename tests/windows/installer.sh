@@ -1,13 +1,13 @@
 #!/bin/sh
-# installer.sh CPACK BUILD_DIR WINE WORK_DIR
+# installer.sh CPACK STRIP BUILD_DIR WINE WORK_DIR
 #
 # The NSIS installer (cmake/Packaging.cmake) in a fresh Wine prefix: a silent install
-# for every user puts the DLL and its manifest (the build's, byte for byte) into
+# for every user puts the DLL (the build's, stripped) and its manifest into
 # Program Files and registers the manifest under HKLM's ImplicitLayers in the 64-bit
 # view, with value 0; its silent uninstall removes the files, the folder and the
 # value. Then the same for one user (/CURRENTUSER: %LOCALAPPDATA%\Programs, HKCU).
 set -u
-cpack=$1 build=$2 wine=$3 work=$4
+cpack=$1 strip=$2 build=$3 wine=$4 work=$5
 failures=0
 # printf, not echo: dash's echo reads the backslashes of Windows paths as escapes.
 fail() { printf 'FAIL: %s\n' "$*"; failures=$((failures + 1)); }
@@ -17,6 +17,15 @@ mkdir -p "$work"
 (cd "$build" && "$cpack" -G NSIS -B "$work/package" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; echo "FAIL: cpack -G NSIS"; exit 1; }
 installer=$(ls "$work"/package/*.exe)
 echo "built $(basename "$installer") ($(du -k "$installer" | cut -f1) KiB)"
+"$strip" -o "$work/stripped.dll" "$build/layer/VkLayer_coopmat_maintenance1.dll"  # what CPACK_STRIP_FILES installs
+
+# same_but_stamp A B: the same PE file but for the time strip ran: the COFF header's
+# TimeDateStamp and the optional header's CheckSum, at e_lfanew (offset 60) + 8 and + 88.
+same_but_stamp() {
+  [ "$(wc -c <"$1")" -eq "$(wc -c <"$2")" ] || return 1
+  pe=$(($(od -An -tu4 -j60 -N4 "$1" | tr -d ' ') + 1))  # cmp -l counts from 1
+  cmp -l "$1" "$2" | awk -v pe=$pe '($1 < pe + 8 || $1 > pe + 11) && ($1 < pe + 88 || $1 > pe + 91) { other = 1 } END { exit other }'
+}
 
 export WINEPREFIX="$work/prefix"
 wineserver=$(dirname "$(readlink -f "$(command -v "$wine")")")/../lib/x86_64-linux-gnu/wine/wineserver
@@ -40,8 +49,8 @@ check_round() {
   for file in VkLayer_coopmat_maintenance1.dll VkLayer_coopmat_maintenance1.json coopmat-lower.exe; do
     [ -f "$unix/bin/$file" ] || fail "$what: no $folder\\bin\\$file"
   done
-  cmp -s "$unix/bin/VkLayer_coopmat_maintenance1.dll" "$build/layer/VkLayer_coopmat_maintenance1.dll" ||
-    fail "$what: the installed DLL is not the build's"
+  same_but_stamp "$unix/bin/VkLayer_coopmat_maintenance1.dll" "$work/stripped.dll" ||
+    fail "$what: the installed DLL is not the build's, stripped"
   cmp -s "$unix/bin/VkLayer_coopmat_maintenance1.json" "$build/layer/implicit/VkLayer_coopmat_maintenance1.json" ||
     fail "$what: the installed manifest is not the build's implicit-layer manifest"
   manifest="C:\\$folder\\bin\\VkLayer_coopmat_maintenance1.json"
