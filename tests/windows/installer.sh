@@ -45,6 +45,7 @@ check_round() {
   what="install${1:+ $1}"
   "$wine" "$installer" /S "$@" >"$work/install.log" 2>&1 || fail "$what: exit $? $(cat "$work/install.log")"
   "$wineserver" -w
+  # shellcheck disable=SC1003
   unix=$WINEPREFIX/drive_c/$(printf %s "$folder" | tr '\\' /)
   for file in VkLayer_coopmat_maintenance1.dll VkLayer_coopmat_maintenance1.json coopmat-lower.exe; do
     [ -f "$unix/bin/$file" ] || fail "$what: no $folder\\bin\\$file"
@@ -73,7 +74,7 @@ check_round() {
 [ -z "$(registered HKLM 64 'C:\no\such.json')" ] || fail "reg query found a value that does not exist"
 
 check_round 'Program Files\coopmat-maintenance1' HKLM HKCU
-user=$(cd "$WINEPREFIX/drive_c/users" && ls -d */ | grep -v -x -e Public/ | head -n 1 | tr -d /)
+user=$(id -un)  # Wine's user folder has the Unix user's name
 check_round "users\\$user\\AppData\\Local\\Programs\\coopmat-maintenance1" HKCU HKLM /CURRENTUSER
 
 [ $failures -eq 0 ] && echo "installer: installed, registered and removed for every user and for one"

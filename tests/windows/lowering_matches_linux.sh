@@ -15,17 +15,20 @@ mkdir -p "$work/linux" "$work/windows"
 modules=$(find "$build/tests/passes/shaders" "$build/shaders" -name '*.spv' 2>/dev/null | sort)
 [ -n "$modules" ] || { echo "FAIL: no test modules under $build (build the Linux shader targets first)"; exit 1; }
 
-portable=""
-lavapipe="--builtin-layouts lavapipe:8 --subgroup-sizes 8 --matrix-properties 8x8x8:f16,f16,f16,f16
-  --matrix-properties 8x8x8:f16,f16,f32,f32 --matrix-properties 8x8x8:u8,u8,u32,u32 --matrix-properties 8x8x8:s8,s8,s32,s32"
-radv="--builtin-layouts radv-gfx11:32 --subgroup-sizes 32 --matrix-properties 16x16x16:f16,f16,f16,f16
-  --matrix-properties 16x16x16:f16,f16,f32,f32"
+options() {
+  case $1 in
+    portable) ;;
+    lavapipe) echo "--builtin-layouts lavapipe:8 --subgroup-sizes 8 --matrix-properties 8x8x8:f16,f16,f16,f16" \
+                   "--matrix-properties 8x8x8:f16,f16,f32,f32 --matrix-properties 8x8x8:u8,u8,u32,u32" \
+                   "--matrix-properties 8x8x8:s8,s8,s32,s32" ;;
+    radv) echo "--builtin-layouts radv-gfx11:32 --subgroup-sizes 32 --matrix-properties 16x16x16:f16,f16,f16,f16" \
+               "--matrix-properties 16x16x16:f16,f16,f32,f32" ;;
+  esac
+}
 # One lowering per line: MODULE -o SIDE/NAME.out OPTIONS (NAME: the module's path and the option set).
 for module in $modules; do
   for set in portable lavapipe radv; do
-    eval "options=\$$set"
-    # shellcheck disable=SC2154,SC2086
-    echo "$module -o @SIDE@/$(echo "$module" | tr / _).$set.out" $options
+    echo "$module -o @SIDE@/$(echo "$module" | tr / _).$set.out $(options $set)"
   done
 done >"$work/commands.txt"
 lowerings=$(wc -l <"$work/commands.txt")
@@ -47,7 +50,7 @@ run_side() {
   for part in "$work"/part.*; do
     sed "s|@SIDE@|$work/$side|" "$part" >"$work/$side/$(basename "$part")"
     (
-      for attempt in 1 2; do
+      for _ in 1 2; do
         "$@" --batch "$work/$side/$(basename "$part")" >"$work/$side/$(basename "$part").out" 2>"$work/$side/$(basename "$part").err"
         # Wine itself failing to start the process (seen once in 2900 starts) is not an answer of the tool.
         grep -q '^wine client error' "$work/$side/$(basename "$part").err" || break
@@ -90,5 +93,5 @@ differ=$(grep -c '^FAIL' "$work/results.txt")
 [ "$differ" -eq 0 ] || echo "(each side's messages: $work/linux/part.*.err, $work/windows/part.*.err)"
 echo "$((same + refused + differ)) of $lowerings lowerings ($(echo "$modules" | wc -l) modules x 3 option sets," \
      "$jobs batches a side: Linux $((middle - start)) s, Wine $((end - middle)) s):" \
-     "$same byte-identical, $refused refused by both, $differ differ or unanswered"
+     "$same byte-identical, $refused refused by both, $differ differ or unanswered" | tee "$work/summary.txt"
 [ "$differ" -eq 0 ] && [ "$same" -gt 0 ] && [ "$((same + refused))" -eq "$lowerings" ]
