@@ -1,18 +1,42 @@
-# `cpack -G DEB` in the build folder: one Debian package with the layer (and its
+# `cpack` in the build folder. On Linux (-G DEB): one Debian package with the layer (and its
 # implicit-layer manifest in /usr/share/vulkan/implicit_layer.d, so every app gets
 # it unless DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1=1), coopmat-lower, coopmat-info,
 # the samples under /usr/libexec/coopmat-maintenance1 and the docs.
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/design.md ${PROJECT_SOURCE_DIR}/docs/performance.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/coopmat-maintenance1)
 
-set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME coopmat-maintenance1)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "Vulkan layer emulating VK_EXT_cooperative_matrix_maintenance1 on KHR cooperative matrix drivers")
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_DEBIAN_PACKAGE_MAINTAINER "coopmat-maintenance1 developers")
-set(CPACK_DEBIAN_PACKAGE_SECTION graphics)
-# What the binaries link (dpkg-shlibdeps is not assumed to be installed).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libstdc++6, libvulkan1 (>= 1.4.309), libspirv-cross-c-shared0")
+# Values reach the package's scripts as written here (the NSIS commands' backslashes).
+set(CPACK_VERBATIM_VARIABLES ON)
+
+if(WIN32)
+  # `cpack -G NSIS` in the Windows build (docs/windows.md): an installer of the DLL,
+  # its manifest and coopmat-lower.exe that registers the manifest as an implicit
+  # layer (HKLM, or HKCU with /CURRENTUSER) and an uninstaller that removes both.
+  # cmake/windows-installer.nsh has the registration.
+  set(CPACK_GENERATOR NSIS)
+  set(CPACK_PACKAGE_VENDOR coopmat-maintenance1)
+  set(CPACK_PACKAGE_INSTALL_DIRECTORY coopmat-maintenance1)
+  set(CPACK_PACKAGE_INSTALL_REGISTRY_KEY coopmat-maintenance1)
+  set(CPACK_NSIS_INSTALL_ROOT "$PROGRAMFILES64")  # a 64-bit DLL
+  set(CPACK_NSIS_DISPLAY_NAME "Vulkan layer coopmat-maintenance1")
+  set(CPACK_NSIS_PACKAGE_NAME "Vulkan layer coopmat-maintenance1 ${PROJECT_VERSION}")
+  set(CPACK_STRIP_FILES ON)  # without the debug info: 4 MB instead of 12 (the DLL alone has 40 MB of it)
+  set(CPACK_NSIS_ENABLE_UNINSTALL_BEFORE_INSTALL ON)  # an upgrade leaves no second registration
+  set(CPACK_NSIS_DEFINES "!define COOPMAT_UNINSTALL_KEY \"Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\coopmat-maintenance1\"
+!include \"${PROJECT_SOURCE_DIR}/cmake/windows-installer.nsh\"")
+  set(CPACK_NSIS_EXTRA_PREINSTALL_COMMANDS "!insertmacro CoopmatChooseUsers")
+  set(CPACK_NSIS_EXTRA_INSTALL_COMMANDS "!insertmacro CoopmatRegisterLayer")
+  set(CPACK_NSIS_EXTRA_UNINSTALL_COMMANDS "!insertmacro CoopmatUnregisterLayer")
+else()
+  set(CPACK_GENERATOR DEB)
+  set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+  set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+  set(CPACK_DEBIAN_PACKAGE_MAINTAINER "coopmat-maintenance1 developers")
+  set(CPACK_DEBIAN_PACKAGE_SECTION graphics)
+  # What the binaries link (dpkg-shlibdeps is not assumed to be installed).
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libstdc++6, libvulkan1 (>= 1.4.309), libspirv-cross-c-shared0")
+endif()
 include(CPack)

@@ -3,6 +3,7 @@
 //               [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]
 //               [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...
 //               [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]
+// coopmat-lower --batch LIST
 // Lowers SPV_EXT_cooperative_matrix_maintenance1 to SPV_KHR_cooperative_matrix.
 // --matrix-properties describes one VkCooperativeMatrixPropertiesKHR of the target
 // driver (component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64, e.g.
@@ -18,6 +19,10 @@
 // shapes are specialization constants the way the layer does at module creation.
 // --glsl writes the lowered module as Vulkan GLSL (SPIRV-Cross); --explain prints
 // each lowered operation, its path (and why portable), scratch and rewrite time.
+// --batch runs every line of LIST (arguments as above, separated by spaces; no
+// quoting) as one command, in this one process, and prints "exit STATUS: LINE" for
+// each: where starting a process is dear (Wine runs one in 60-150 ms), many
+// lowerings cost one start. It exits 0 when every line did.
 #include <array>
 #include <charconv>
 #include <algorithm>
@@ -26,6 +31,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,7 +45,8 @@ int Usage() {
                "                     [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
                "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n"
                "                     [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...\n"
-               "                     [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]\n";
+               "                     [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]\n"
+               "       coopmat-lower --batch LIST\n";
   return 2;
 }
 
@@ -93,13 +100,13 @@ bool WriteFile(const std::string& path, const void* data, size_t bytes) {
   return static_cast<bool>(out);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// One command's arguments (without the program name): the exit status it has.
+int Lower(const std::vector<std::string>& argv) {
+  const size_t argc = argv.size();
   std::string input, output, glsl;
   bool stats = false, explain = false;
   coopmat::LowerOptions options;
-  for (int i = 1; i < argc; ++i) {
+  for (size_t i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](std::string& out) {
       if (i + 1 >= argc) return false;
@@ -187,6 +194,8 @@ int main(int argc, char** argv) {
       std::memcpy(bytes.data(), &bits, 4);
     } else if (arg == "--pending") {
       options.specializationPending = true;
+    } else if (arg == "--batch") {
+      return Error("--batch LIST stands alone");
     } else if (arg == "-h" || arg == "--help") {
       Usage();
       return 0;
@@ -225,4 +234,29 @@ int main(int argc, char** argv) {
                 result.dependsOnSpecialization ? ", depends on specialization" : "");
   }
   return 0;
+}
+
+int LowerBatch(const std::string& list) {
+  std::ifstream file(list);
+  if (!file) return Error("cannot open " + list);
+  int status = 0;
+  size_t commands = 0;
+  for (std::string line; std::getline(file, line);) {
+    std::istringstream words(line);
+    const std::vector<std::string> args{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    if (args.empty()) continue;
+    const int lineStatus = Lower(args);
+    std::cout << "exit " << lineStatus << ": " << line << std::endl;  // flushed: a crash later keeps what came before
+    status = std::max(status, lineStatus);
+    ++commands;
+  }
+  if (commands == 0) return Error(list + " has no commands");
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--batch") == 0) return LowerBatch(argv[2]);
+  return Lower(std::vector<std::string>(argv + 1, argv + argc));
 }

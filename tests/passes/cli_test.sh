@@ -67,5 +67,28 @@ lavapipe="--matrix-properties 8x8x8:f16,f16,f16,f16 --matrix-properties 8x8x8:f1
 [ "$(wc -c <"$work/mixed_lvp.spv")" -ne "$(wc -c <"$work/mixed_none.spv")" ] || fail "--matrix-properties changed nothing"
 [ "$(wc -c <"$work/mixed_flex.spv")" -ne "$(wc -c <"$work/mixed_lvp.spv")" ] || fail "--flexible-dimensions changed nothing"
 
+# --batch: each line lowers as that command alone does (byte for byte), a refused
+# line does not stop the others, one "exit STATUS: LINE" each, exit 1 for a failure.
+# shellcheck disable=SC2086
+{ echo "$mixed -o $work/batch_lvp.spv --validate" $lavapipe
+  echo "$work/does-not-exist.spv -o $work/batch_missing.spv"
+  echo
+  echo "$mixed -o $work/batch_none.spv --validate"; } >"$work/batch.txt"
+"$tool" --batch "$work/batch.txt" >"$work/batch.out" 2>"$work/err.txt"
+rc=$?
+[ $rc -eq 1 ] || fail "--batch with a refused line: exit $rc"
+grep -q "^coopmat-lower: cannot open $work/does-not-exist.spv" "$work/err.txt" || fail "--batch: no message: $(cat "$work/err.txt")"
+[ "$(sed 's/: .*//' "$work/batch.out" | tr '\n' ' ')" = "exit 0 exit 1 exit 0 " ] || fail "--batch printed: $(cat "$work/batch.out")"
+cmp -s "$work/batch_lvp.spv" "$work/mixed_lvp.spv" || fail "--batch lowered with the lavapipe list differently"
+cmp -s "$work/batch_none.spv" "$work/mixed_none.spv" || fail "--batch lowered the second line with the first line's options"
+echo "$good -o $work/batch_good.spv" >"$work/batch_ok.txt"
+"$tool" --batch "$work/batch_ok.txt" >/dev/null 2>"$work/err.txt" || fail "--batch of one good line: $(cat "$work/err.txt")"
+: >"$work/batch_empty.txt"
+echo "--batch $work/batch_ok.txt" >"$work/batch_nested.txt"
+for bad in "batch_empty.txt:has no commands" "batch_nested.txt:--batch LIST stands alone"; do
+  "$tool" --batch "$work/${bad%%:*}" >/dev/null 2>"$work/err.txt" && fail "--batch ${bad%%:*}: exit 0"
+  grep -q "^coopmat-lower: .*${bad#*:}" "$work/err.txt" || fail "--batch ${bad%%:*}: $(cat "$work/err.txt")"
+done
+
 [ $failures -eq 0 ] && echo "all CLI checks passed"
 exit $failures

@@ -1,0 +1,44 @@
+; The Windows installer's own steps (cmake/Packaging.cmake puts them into CPack's
+; NSIS template; docs/windows.md): registering the manifest as an implicit layer.
+; COOPMAT_UNINSTALL_KEY is defined before this file is included.
+!include FileFunc.nsh
+
+!define COOPMAT_IMPLICIT_LAYERS "SOFTWARE\Khronos\Vulkan\ImplicitLayers"
+!define COOPMAT_MANIFEST "bin\VkLayer_coopmat_maintenance1.json"
+
+; First in the install section. /CURRENTUSER installs for this user alone: the
+; registry under HKCU and, unless /D= names a folder, the files under
+; %LOCALAPPDATA%\Programs (not %LOCALAPPDATA%\coopmat-maintenance1: the layer's
+; cache, whose folders it prunes). Otherwise for every user (HKLM, Program Files).
+!macro CoopmatChooseUsers
+  ${GetParameters} $R0
+  ClearErrors
+  ${GetOptions} $R0 "/CURRENTUSER" $R1
+  IfErrors coopmat_all_users
+    SetShellVarContext current
+    StrCmp $IS_DEFAULT_INSTALLDIR 1 0 +2
+      StrCpy $INSTDIR "$LOCALAPPDATA\Programs\coopmat-maintenance1"
+    SetOutPath "$INSTDIR"
+  coopmat_all_users:
+!macroend
+
+; The 64-bit registry view: the installer is a 32-bit program, whose HKLM\SOFTWARE
+; writes would otherwise land in WOW6432Node, where a 64-bit loader does not look.
+; (CPack's own entries stay in the 32-bit view, where its uninstaller looks.)
+; 0: the layer is enabled (the loader skips a manifest whose value is not 0).
+!macro CoopmatRegisterLayer
+  SetRegView 64
+  WriteRegDWORD SHCTX "${COOPMAT_IMPLICIT_LAYERS}" "$INSTDIR\${COOPMAT_MANIFEST}" 0
+  SetRegView default
+!macroend
+
+; The uninstaller runs for every user when started by an administrator (CPack's
+; un.onInit); an install for one user is known by its uninstall entry under HKCU.
+!macro CoopmatUnregisterLayer
+  ReadRegStr $R0 HKCU "${COOPMAT_UNINSTALL_KEY}" "UninstallString"
+  StrCmp $R0 '"$INSTDIR\Uninstall.exe"' 0 +2
+    SetShellVarContext current
+  SetRegView 64
+  DeleteRegValue SHCTX "${COOPMAT_IMPLICIT_LAYERS}" "$INSTDIR\${COOPMAT_MANIFEST}"
+  SetRegView default
+!macroend
