@@ -7,7 +7,8 @@ Dispatch checks its log line), the run must pass, and it must have run pipelines
 
 Each run checks a sample of the suite's runs (COOPMAT_EXEC_SAMPLE: `fraction` of them,
 at least one per CheckAll) drawn with a seed it prints; COOPMAT_VIRTUAL_SEED=<seed>
-draws the same sample again, fraction 1 runs everything. The environment must put the
+draws the same sample again, fraction 1 runs everything (COOPMAT_VIRTUAL_FRACTION overrides
+the argument). The environment must put the
 product layer and the virtual device on the layer path (and may set the lowering)."""
 import os
 import random
@@ -19,6 +20,7 @@ import sys
 
 def main():
     profile, scratch, fraction, binary, *catch_args = sys.argv[1:]
+    fraction = os.environ.get("COOPMAT_VIRTUAL_FRACTION") or fraction  # scripts/virtual-campaign: 1
     seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(random.randrange(1, 2**31))
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
