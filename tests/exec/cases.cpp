@@ -1,6 +1,11 @@
 #include "cases.h"
 
+#include <algorithm>
+#include <cstring>
+#include <random>
 #include <sstream>
+
+#include "ieee_float.h"
 
 namespace exec {
 
@@ -132,6 +137,9 @@ std::string Run(const Env& env, const PerElemCase& c, const std::string& targetE
   const std::vector<Matrix> got = Unpack(buffers[2], c.type, c.rows, c.cols, n);
   std::ostringstream s;
   const T t = c.type;
+  // bfloat16 and fp8 functions compute in float (exact for these data) and round once at
+  // the end; the others round each product into their type.
+  auto times = [&](double v, double factor) { return EncodedFormat(t) ? v * factor : Wrap(t, v * factor); };
   for (size_t m = 0; m < n; ++m) {
     const Matrix& ym = y[m];
     Matrix want;
@@ -147,10 +155,10 @@ std::string Run(const Env& env, const PerElemCase& c, const std::string& targetE
         want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return v + Wrap(t, r * 3.0 + col); });
         break;
       case ElemOp::Struct:  // x * ET(k) + ET(add)
-        want = PerElement(x[m], [&](uint32_t, uint32_t, double v) { return Wrap(t, v * k) + add; });
+        want = PerElement(x[m], [&](uint32_t, uint32_t, double v) { return times(v, k) + add; });
         break;
       case ElemOp::Multi:  // x * ET(k) + y
-        want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return Wrap(t, v * k) + ym.at(r, col); });
+        want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return times(v, k) + ym.at(r, col); });
         break;
     }
     Note(s, m, m < got.size() ? Compare(got[m], want) : "no output");
@@ -201,7 +209,9 @@ std::string Run(const Env& env, const ReduceCase& c, const std::string& targetEn
 std::string ConvertCase::Name() const {
   std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" + DimsName(rows, cols) +
                      "_to_" + exec::Name(use2) + "_" + exec::Name(type2);
+  if (viaAcc) name += "_viaacc";
   if (transpose) name += "_t";
+  if (saturate) name += "_sat";
   if (nearLimit) return name + "_nearlimit";
   return appShared ? name + "_shared" : name;
 }
@@ -224,12 +234,85 @@ Range ConvertRange(T from, T to) {
   if (to == T::F16) return from == T::U32 || from == T::U8 ? Range{0, 2048, 1} : Range{-2048, 2048, 1};
   return FullRange(from);
 }
+
+std::mt19937 Generator(uint32_t seed, size_t matrix) { return std::mt19937(seed * 2654435761u + 101 * static_cast<uint32_t>(matrix)); }
+
+// Every bit pattern of a bfloat16 or fp8 type equally likely: zeros, subnormals,
+// normals, infinities and NaNs.
+std::vector<Matrix> EncodedMatrices(size_t count, T t, uint32_t rows, uint32_t cols, uint32_t seed) {
+  std::vector<Matrix> out;
+  for (size_t i = 0; i < count; ++i) {
+    std::mt19937 rng = Generator(seed, i);
+    Matrix m(t, rows, cols);
+    for (double& x : m.v) {
+      const uint32_t bits = rng();
+      std::byte raw[2];
+      std::memcpy(raw, &bits, 2);
+      x = Load(t, raw);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// binary32 values that the conversion into the bfloat16 or fp8 type `to` rounds every
+// way: exponents from below its subnormals to past its largest finite value (binary32's
+// own subnormals for bfloat16), significands that are exact in `to`, exactly halfway
+// between two of its values (ties to even) or anything; the first elements are the
+// special cases (zeros, infinities, a NaN, the largest finite value, the overflow tie).
+std::vector<Matrix> RoundingMatrices(size_t count, T to, uint32_t rows, uint32_t cols, uint32_t seed) {
+  const coopmat::IeeeFormat& format = *EncodedFormat(to);
+  const int bias = (1 << (format.exponentBits - 1)) - 1;
+  const int lowest = std::max(1 - bias - static_cast<int>(format.mantissaBits) - 2, -149);
+  const int highest = std::min(bias + 2, 127);
+  const uint32_t dropped = 23 - format.mantissaBits;  // binary32 significand bits `to` lacks
+  // The largest finite value (E4M3's all-ones exponent holds normals; only S.1111.111 is NaN), in binary32.
+  const uint64_t largestEncoded = format.finiteOnly ? (uint64_t{1} << (format.Width() - 1)) - 2
+                                                    : (((uint64_t{1} << format.exponentBits) - 1) << format.mantissaBits) - 1;
+  const uint32_t largest = static_cast<uint32_t>(
+      coopmat::ConvertFloat(largestEncoded, format, coopmat::kBinary32, coopmat::FloatRounding::NearestEven).bits);
+  const uint32_t tie = largest + (1u << (dropped - 1));  // halfway to the next, which is past the range
+  auto value = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return static_cast<double>(f);
+  };
+  std::vector<Matrix> out;
+  for (size_t i = 0; i < count; ++i) {
+    std::mt19937 rng = Generator(seed, i);
+    Matrix m(T::F32, rows, cols);
+    const std::vector<uint32_t> special = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+                                           largest,     tie,         tie | 0x80000000u, tie + 1,  (tie + 1) | 0x80000000u};
+    for (size_t k = 0; k < m.v.size(); ++k) {
+      if (k < special.size()) {
+        m.v[k] = value(special[k]);
+        continue;
+      }
+      const int exponent = lowest + static_cast<int>(rng() % static_cast<uint32_t>(highest - lowest + 1));
+      uint32_t significand = rng() & 0x7fffffu;
+      switch (rng() % 3) {
+        case 0: significand &= ~((1u << dropped) - 1); break;                            // exact in `to` (if normal there)
+        case 1: significand = (significand & ~((1u << dropped) - 1)) | (1u << (dropped - 1)); break;  // a tie
+        default: break;
+      }
+      const uint32_t sign = (rng() & 1) << 31;
+      const uint32_t bits = exponent < -126 ? sign | ((0x800000u | significand) >> (-126 - exponent))  // binary32 subnormal
+                                            : sign | (static_cast<uint32_t>(exponent + 127) << 23) | significand;
+      m.v[k] = value(bits);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
 }  // namespace
 
 std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid) {
   const size_t n = grid.matrices();
   const Range range = ConvertRange(c.type, c.type2);
-  const std::vector<Matrix> in = RandomMatrices(n, c.type, c.rows, c.cols, 23, range.lo, range.hi, range.step);
+  const std::vector<Matrix> in =
+      EncodedFormat(c.type)                         ? EncodedMatrices(n, c.type, c.rows, c.cols, 23)
+      : EncodedFormat(c.type2) && c.type == T::F32  ? RoundingMatrices(n, c.type2, c.rows, c.cols, 23)
+                                                    : RandomMatrices(n, c.type, c.rows, c.cols, 23, range.lo, range.hi, range.step);
   std::vector<Bytes> buffers = {Pack(in), Bytes(n * c.rows * c.cols * Size(c.type2)),
                                 cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
   cmtest::ComputeJob job;
@@ -242,7 +325,7 @@ std::string Run(const Env& env, const ConvertCase& c, const std::string& targetE
   std::ostringstream s;
   if (errors[1]) s << " " << errors[1] << " application shared-memory words damaged;";
   for (size_t m = 0; m < n; ++m)
-    Note(s, m, m < got.size() ? Compare(got[m], Convert(in[m], c.type2, c.transpose)) : "no output");
+    Note(s, m, m < got.size() ? Compare(got[m], Convert(in[m], c.type2, c.transpose, c.saturate)) : "no output");
   return s.str();
 }
 

@@ -57,6 +57,8 @@ struct ConvertCase {
   bool transpose = false;
   bool appShared = false;  // convert_..._shared: the shader keeps a canary in shared memory
   bool nearLimit = false;  // convert_..._nearlimit: the canary fills all but 128 bytes of lavapipe's limit
+  bool viaAcc = false;     // convert_..._viaacc: A <-> B through an f32 accumulator (no one operation does it)
+  bool saturate = false;   // convert_..._sat: saturatedConvertEXT into fp8
   std::string Name() const;
 };
 std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid);

@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace exec {
 
@@ -23,12 +25,44 @@ inline std::optional<ConvertCase> Conversion(const Env& env, Use use, T t, Use u
   const std::optional<Dims> from = ShapeOrWarn(env, use, t);
   if (!from) return std::nullopt;
   const Dims result = transpose ? Dims{from->cols, from->rows} : *from;
-  if (env.onVirtualDevice() && env.Shape(use2, t2) != result) {
+  const std::optional<Dims> to = env.Shape(use2, t2);
+  if (!to || (env.onVirtualDevice() && *to != result)) {
     WARN("not run: the device lists no " << Name(use2) << " " << Name(t2) << " " << result.rows << "x" << result.cols
                                          << " matrix to convert " << Name(use) << " " << Name(t) << " into");
     return std::nullopt;
   }
   return ConvertCase{use, t, from->rows, from->cols, use2, t2, transpose, appShared};
+}
+
+// The conversions among `list` the device lists both sides of, at its shapes (each
+// case's flags kept).
+inline std::vector<ConvertCase> Listed(const Env& env, const std::vector<ConvertCase>& list) {
+  std::vector<ConvertCase> out;
+  for (const ConvertCase& c : list)
+    if (auto listed = Conversion(env, c.use, c.type, c.use2, c.type2, c.transpose, c.appShared)) {
+      listed->viaAcc = c.viaAcc;
+      listed->saturate = c.saturate;
+      out.push_back(*listed);
+    }
+  return out;
+}
+
+// The device's first M x N x K for A/B of `a` and C of `c` (8x8x8 on lavapipe), when it
+// also lists the accumulator that A converts from (M x K; transposed: K x M).
+inline std::optional<MulAddCase> ListedMulAdd(const Env& env, const std::string& mode, T a, T c) {
+  const auto mnk = env.MulAddShape(a, c);
+  if (!mnk) {
+    WARN("not run: the device lists no MulAdd of " << Name(a) << " into " << Name(c));
+    return std::nullopt;
+  }
+  const auto [m, n, k] = *mnk;
+  const Dims source = mode == "transposed" ? Dims{k, m} : Dims{m, k};
+  if (env.Shape(Use::Acc, c) != source) {
+    WARN("not run: muladd_" << mode << " needs a " << source.rows << "x" << source.cols << " " << Name(c)
+                            << " accumulator, which the device does not list");
+    return std::nullopt;
+  }
+  return MulAddCase{mode, a, c, m, n, k};
 }
 
 template <typename Case>

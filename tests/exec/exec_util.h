@@ -40,6 +40,9 @@ uint32_t VkComponentType(T t);
 // The value a conversion of v into t produces: floats round to nearest even,
 // float -> int truncates toward zero, integers wrap modulo 2^width (two's complement).
 double Wrap(T t, double v);
+// Wrap under SPV_EXT_float8's SaturatedToLargestFloat8NormalConversionEXT: fp8 overflow and
+// infinities give the largest finite value with their sign; the same as Wrap for other types.
+double WrapSaturated(T t, double v);
 void Store(T t, double v, std::byte* out);
 double Load(T t, const std::byte* in);
 // Element bits zero- (unsigned, float) or sign- (signed) extended to 32 bits.
@@ -68,7 +71,7 @@ Matrix RandomMatrix(T t, uint32_t rows, uint32_t cols, uint32_t seed, double lo,
 Bytes Pack(const std::vector<Matrix>& ms, bool columnMajor = false);
 std::vector<Matrix> Unpack(const Bytes& bytes, T t, uint32_t rows, uint32_t cols, size_t count);
 
-// "" when equal (type, shape and every value); otherwise the number of
+// "" when equal (type, shape and every value, a zero's sign included); otherwise the number of
 // mismatches and the first few "(r,c) got X want Y".
 std::string Compare(const Matrix& got, const Matrix& want);
 
@@ -121,10 +124,12 @@ class Env {
 
   // The shape the tests give a matrix of `use` and component type `t` where they do
   // not test shapes themselves: 8x8 on lavapipe (it runs every type at 8x8, listed or
-  // not); on the virtual device the first configuration the device lists with that
-  // type in that use (16x16 on RADV, 16x32 for 8-bit A on NVIDIA), none if none does.
+  // not; none for bfloat16 and fp8, which it lacks); on the virtual device the first
+  // configuration the device lists with that type in that use (16x16 on RADV, 16x32
+  // for 8-bit A on NVIDIA), none if none does.
   std::optional<Dims> Shape(Use use, T t) const;
-  // M, N, K of the first configuration with A and B of `a` and C of `c` (8, 8, 8 on lavapipe).
+  // M, N, K of the first configuration with A and B of `a` and C of `c` (8, 8, 8 on lavapipe,
+  // none there for bfloat16 and fp8).
   std::optional<std::array<uint32_t, 3>> MulAddShape(T a, T c) const;
   // How many invocations hold each element of a rows x cols (use, t) matrix: 1 on
   // lavapipe; on the virtual device what its profile's layout says (RDNA3 keeps A

@@ -44,7 +44,11 @@ case $mode in
 esac
 rm -rf "$out"
 mkdir -p "$out/exec" "$out/work"
-ls "$in"/exec/*.spv | xargs -P "$(nproc)" -n 1 sh "$0" --one "$lower" "$glslang" "$out" "$mode" >"$out/results.txt"
+# Left out: bfloat16 and fp8 modules. The round trip's runs are on lavapipe, which has
+# neither type, and SPIRV-Cross writes the lowering's bitcasts of their vectors (packed
+# scratch words) as plain vectors, which glslang rejects.
+ls "$in"/exec/*.spv | grep -v -E '_(bf16|e4m3|e5m2)[_.]' |
+  xargs -P "$(nproc)" -n 1 sh "$0" --one "$lower" "$glslang" "$out" "$mode" >"$out/results.txt"
 grep '^FAIL' "$out/results.txt"
 roundtrips=$(grep -c '^roundtrip' "$out/results.txt")
 failures=$(grep -c '^FAIL' "$out/results.txt")

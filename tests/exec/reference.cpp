@@ -76,10 +76,11 @@ Matrix PerElement(const Matrix& m, const std::function<double(uint32_t, uint32_t
   return out;
 }
 
-Matrix Convert(const Matrix& m, T to, bool transpose) {
+Matrix Convert(const Matrix& m, T to, bool transpose, bool saturated) {
   Matrix out(to, transpose ? m.cols : m.rows, transpose ? m.rows : m.cols);
   for (uint32_t r = 0; r < m.rows; ++r)
-    for (uint32_t c = 0; c < m.cols; ++c) (transpose ? out.at(c, r) : out.at(r, c)) = Wrap(to, m.at(r, c));
+    for (uint32_t c = 0; c < m.cols; ++c)
+      (transpose ? out.at(c, r) : out.at(r, c)) = saturated ? WrapSaturated(to, m.at(r, c)) : Wrap(to, m.at(r, c));
   return out;
 }
 

@@ -24,8 +24,9 @@ Matrix Reduce(const Matrix& m, int mask, Combine op, uint32_t rows, uint32_t col
 Matrix PerElement(const Matrix& m, const std::function<double(uint32_t, uint32_t, double)>& f);
 
 // Element-wise conversion into `to` (Op*Convert / ConvertUseEXT value semantics);
-// transposed: result(c,r) = convert(m(r,c)).
-Matrix Convert(const Matrix& m, T to, bool transpose);
+// transposed: result(c,r) = convert(m(r,c)); saturated: into fp8 with
+// SaturatedToLargestFloat8NormalConversionEXT.
+Matrix Convert(const Matrix& m, T to, bool transpose, bool saturated = false);
 
 // D = A * B + C in the type of C (every product and sum wrapped into C's type).
 Matrix MulAdd(const Matrix& a, const Matrix& b, const Matrix& c);

@@ -45,13 +45,6 @@ std::vector<ConvertCase> ToAcc(const Env& env, Use from) {
     if (auto c = Conversion(env, from, t, Use::Acc, into)) out.push_back(*c);
   return out;
 }
-// The conversions among `list` the device lists both sides of, at its shapes.
-std::vector<ConvertCase> Listed(const Env& env, const std::vector<ConvertCase>& list) {
-  std::vector<ConvertCase> out;
-  for (const ConvertCase& c : list)
-    if (auto listed = Conversion(env, c.use, c.type, c.use2, c.type2, c.transpose, c.appShared)) out.push_back(*listed);
-  return out;
-}
 }  // namespace
 
 TEST_CASE("convert_acc_to_a", "[exec][convert]") {
@@ -133,26 +126,6 @@ TEST_CASE("convert_signedness_only", "[exec][convert][unlisted-type]") {
                         {Use::Acc, T::U32, 8, 8, Use::B, T::S32, true}}),
            {Grid{2, 2}});
 }
-
-namespace {
-// The device's first M x N x K for A/B of `a` and C of `c` (8x8x8 on lavapipe), when it
-// also lists the accumulator that A converts from (M x K; transposed: K x M).
-std::optional<MulAddCase> ListedMulAdd(const Env& env, const std::string& mode, T a, T c) {
-  const auto mnk = env.MulAddShape(a, c);
-  if (!mnk) {
-    WARN("not run: the device lists no MulAdd of " << Name(a) << " into " << Name(c));
-    return std::nullopt;
-  }
-  const auto [m, n, k] = *mnk;
-  const Dims source = mode == "transposed" ? Dims{k, m} : Dims{m, k};
-  if (env.Shape(Use::Acc, c) != source) {
-    WARN("not run: muladd_" << mode << " needs a " << source.rows << "x" << source.cols << " " << Name(c)
-                            << " accumulator, which the device does not list");
-    return std::nullopt;
-  }
-  return MulAddCase{mode, a, c, m, n, k};
-}
-}  // namespace
 
 // End to end: a converted (or transposed) A feeds a KHR MulAdd.
 TEST_CASE("muladd_converted_a", "[exec][convert][muladd]") {

@@ -159,6 +159,20 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
     *tail = &shaderObject;
     tail = &shaderObject.pNext;
   }
+  // bfloat16 and fp8 (the virtual device's GFX12 profiles, RADV on GFX12): where the
+  // device has them, with their cooperative-matrix features, as an app using them asks.
+  VkPhysicalDeviceShaderBfloat16FeaturesKHR bfloat16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  VkPhysicalDeviceShaderFloat8FeaturesEXT float8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT};
+  const bool wantBfloat16 = HasDeviceExtension(instance, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  const bool wantFloat8 = HasDeviceExtension(instance, VK_EXT_SHADER_FLOAT8_EXTENSION_NAME);
+  if (wantBfloat16) {
+    *tail = &bfloat16;
+    tail = &bfloat16.pNext;
+  }
+  if (wantFloat8) {
+    *tail = &float8;
+    tail = &float8.pNext;
+  }
   void** maintenance1Link = nullptr;
   if (options.enableMaintenance1 && options.chainMaintenance1Features) {
     maintenance1Link = tail;
@@ -190,6 +204,8 @@ Device::Device(const Instance& instance, const DeviceOptions& options)
   if (wantNv) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
   if (options.enableMaintenance5) extensions.push_back(VK_KHR_MAINTENANCE_5_EXTENSION_NAME);
   if (options.enableShaderObject) extensions.push_back(VK_EXT_SHADER_OBJECT_EXTENSION_NAME);
+  if (wantBfloat16) extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+  if (wantFloat8) extensions.push_back(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME);
   extensions.insert(extensions.end(), options.extraExtensions.begin(), options.extraExtensions.end());
 
   const float priority = 1.0f;

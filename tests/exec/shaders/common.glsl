@@ -1,6 +1,7 @@
 // Shared prelude of the execution-test shaders. Each shader is compiled into many
 // variants by tests/exec/CMakeLists.txt with -D defines:
-//   ET, ET2       component types (float16_t, float, uint8_t, int8_t, uint, int)
+//   ET, ET2       component types (float16_t, float, uint8_t, int8_t, uint, int; with
+//                 ENCODED_TYPES also bfloat16_t, floate4m3_t, floate5m2_t)
 //   USE, USE2     gl_MatrixUseA / gl_MatrixUseB / gl_MatrixUseAccumulator
 //   R, C          matrix rows / columns (unless SPEC_DIMS: then spec constants 1 and 2)
 //   APP_SHARED    the shader uses shared memory for its own purposes around the op
@@ -44,6 +45,11 @@ uint Bits(uint8_t x) { return uint(x); }
 uint Bits(int8_t x) { return uint(int(x)); }
 uint Bits(uint x) { return x; }
 uint Bits(int x) { return uint(x); }
+#ifdef ENCODED_TYPES
+uint Bits(bfloat16_t x) { return uint(bfloat16BitsToUintEXT(x)); }
+uint Bits(floate4m3_t x) { return uint(floate4m3BitsToUintEXT(x)); }
+uint Bits(floate5m2_t x) { return uint(floate5m2BitsToUintEXT(x)); }
+#endif
 
 #ifdef APP_SHARED
 // Shared memory the application owns: a canary written before the matrix op and

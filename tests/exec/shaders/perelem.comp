@@ -26,13 +26,24 @@ struct Param {
   uint add;
 };
 
-ET fScalar(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s) { return x + s; }
-ET fMat(const in uint32_t r, const in uint32_t c, const in ET x, const in ET y) { return x - y; }
-ET fRowCol(const in uint32_t r, const in uint32_t c, const in ET x) { return x + ET(r * 3 + c); }
-ET fStruct(const in uint32_t r, const in uint32_t c, const in ET x, const in Param p) { return x * p.k + ET(p.add); }
+// bfloat16 and fp8 have no arithmetic (SPV_KHR_bfloat16, SPV_EXT_float8): their element
+// functions compute in float and convert the result back, as GLSL kernels on them do.
+#ifdef ENCODED_TYPES
+#define WT float
+#else
+#define WT ET
+#endif
+ET fScalar(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s) { return ET(WT(x) + WT(s)); }
+ET fMat(const in uint32_t r, const in uint32_t c, const in ET x, const in ET y) { return ET(WT(x) - WT(y)); }
+ET fRowCol(const in uint32_t r, const in uint32_t c, const in ET x) { return ET(WT(x) + WT(ET(r * 3 + c))); }
+ET fStruct(const in uint32_t r, const in uint32_t c, const in ET x, const in Param p) {
+  return ET(WT(x) * WT(p.k) + WT(ET(p.add)));
+}
 uint gBase;  // Private
-ET fGlobals(const in uint32_t r, const in uint32_t c, const in ET x) { return x - y_[gBase + r * C + c]; }
-ET fMulti(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s, const in ET y) { return x * s + y; }
+ET fGlobals(const in uint32_t r, const in uint32_t c, const in ET x) { return ET(WT(x) - WT(y_[gBase + r * C + c])); }
+ET fMulti(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s, const in ET y) {
+  return ET(WT(x) * WT(s) + WT(y));
+}
 
 void main() {
   const uint base = MatrixIndex() * R * C;
