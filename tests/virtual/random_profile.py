@@ -14,6 +14,12 @@ import sys
 
 TYPES = {"A": ["f16", "u8", "s8"], "B": ["f16", "u8", "s8"], "Acc": ["f16", "f32", "u32", "s32"]}
 CONFIGS = ["f16 f16 f32 f32", "f16 f16 f16 f16", "u8 u8 u32 u32", "s8 s8 s32 s32"]
+# bfloat16 and fp8 A and B with f32 accumulators, as RADV GFX12 lists them; drawn after
+# the types above, so that a seed draws those as before. On this device's identity the
+# layer's default costs move their values in registers (RADV's prefer the round trip),
+# so the encoded types' register exchanges run here.
+ENCODED_TYPES = {"A": ["bf16", "e4m3", "e5m2"], "B": ["bf16", "e4m3", "e5m2"]}
+ENCODED_CONFIGS = ["bf16 bf16 f32 f32", "e4m3 e4m3 f32 f32", "e5m2 e5m2 f32 f32"]
 ROWS = COLS = 16
 COORD_BITS = ["r0", "r1", "r2", "r3", "c0", "c1", "c2", "c3"]  # bit i of the image mask
 
@@ -77,10 +83,11 @@ def main():
         f"default_subgroup_size {size}",
         "shared_memory 65536",
     ]
-    lines += [f"matrix {ROWS} {COLS} {ROWS} {config}" for config in CONFIGS]
-    for use, types in TYPES.items():
-        for type_name in types:
-            lines.append(random_layout(rng, type_name, use, size))
+    lines += [f"matrix {ROWS} {COLS} {ROWS} {config}" for config in CONFIGS + ENCODED_CONFIGS]
+    for table in (TYPES, ENCODED_TYPES):
+        for use, types in table.items():
+            for type_name in types:
+                lines.append(random_layout(rng, type_name, use, size))
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"random profile: subgroup size {size}, seed {seed} (COOPMAT_VIRTUAL_PROFILE_SEED={seed} draws it again) -> {out}")
