@@ -6,7 +6,7 @@
 // coopmat-lower --batch LIST
 // Lowers SPV_EXT_cooperative_matrix_maintenance1 to SPV_KHR_cooperative_matrix.
 // --matrix-properties describes one VkCooperativeMatrixPropertiesKHR of the target
-// driver (component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64, e.g.
+// driver (component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64 bf16 e4m3 e5m2, e.g.
 // 8x8x8:u8,u8,u32,u32); without any, conversions never add a matrix type of their own.
 // --layouts reads register layouts in the text form of coopmat/layout.h (what
 // coopmat-info --layouts writes); --builtin-layouts adds a driver family's
@@ -23,7 +23,6 @@
 // quoting) as one command, in this one process, and prints "exit STATUS: LINE" for
 // each: where starting a process is dear (Wine runs one in 60-150 ms), many
 // lowerings cost one start. It exits 0 when every line did.
-#include <array>
 #include <charconv>
 #include <algorithm>
 #include <cstdio>
@@ -31,11 +30,13 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "coopmat/inspect.h"
+#include "coopmat/layout.h"
 #include "coopmat/lower.h"
 
 namespace {
@@ -61,15 +62,11 @@ bool ParseUint(const std::string& text, uint32_t& out) {
   return ec == std::errc() && ptr == end;
 }
 
-// "f16" -> VK_COMPONENT_TYPE_FLOAT16_KHR (0), ... "u64" -> UINT64 (10).
+// "f16" -> VK_COMPONENT_TYPE_FLOAT16_KHR, ... "bf16", "e4m3", "e5m2": the layout text's names.
 bool ParseComponent(const std::string& text, uint32_t& out) {
-  static const std::array<const char*, 11> names = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
-  for (uint32_t i = 0; i < names.size(); ++i)
-    if (text == names[i]) {
-      out = i;
-      return true;
-    }
-  return false;
+  const std::optional<uint32_t> type = coopmat::ComponentTypeByName(text);
+  if (type) out = *type;
+  return type.has_value();
 }
 
 // "MxNxK:A,B,C,R"
@@ -131,7 +128,7 @@ int Lower(const std::vector<std::string>& argv) {
       if (!value(text) || !ParseUint(text, options.maxSharedMemoryBytes)) return Error("--max-shared-memory needs an integer");
     } else if (arg == "--matrix-properties") {
       if (!value(text) || !ParseProperties(text, options))
-        return Error("--matrix-properties needs MxNxK:A,B,C,R with component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64");
+        return Error("--matrix-properties needs MxNxK:A,B,C,R with component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64 bf16 e4m3 e5m2");
     } else if (arg == "--flexible-dimensions") {
       options.flexibleDimensions = true;
       if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&

@@ -52,6 +52,10 @@ expect_error shared-limit "$good" "512 bytes of shared memory" --max-shared-memo
 
 expect_error bad-properties "$good" "matrix-properties" --matrix-properties 8x8:f16,f16,f32,f32
 expect_error bad-component "$good" "matrix-properties" --matrix-properties 8x8x8:f16,f16,f32,q7
+# The encoded floats by the layout text's names (RADV GFX12's list).
+"$tool" "$good" -o "$work/encoded.spv" --matrix-properties 16x16x16:bf16,bf16,f32,f32 \
+  --matrix-properties 16x16x16:e4m3,e4m3,f32,f32 --matrix-properties 16x16x16:e5m2,e5m2,f32,f32 2>"$work/err.txt" ||
+  fail "bf16/fp8 matrix properties: $(cat "$work/err.txt")"
 
 # --matrix-properties: lavapipe's list lets Acc f32 -> A f16 convert through an f16
 # Accumulator; without it the f16 Accumulator type never appears.
