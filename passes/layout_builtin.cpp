@@ -2,6 +2,8 @@
 // formula (docs: layouts.md, lavapipe.md, seed 004) enumerated over every slot
 // and fitted, so a formula that is not linear or not a full cover fails here
 // instead of being typed in as a basis that might not match it.
+#include <functional>
+
 #include "coopmat/layout.h"
 
 namespace coopmat {
@@ -9,26 +11,17 @@ namespace {
 
 struct Formula {
   uint32_t length = 0;
-  Coord (*at)(const LayoutKey& key, uint32_t lane, uint32_t index) = nullptr;
+  std::function<Coord(const LayoutKey& key, uint32_t lane, uint32_t index)> at;
 };
 
 bool IsPow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
-// lavapipe.md section 3: 8x8 tiles in row-major tile order, t = e >> 3. Each lane
-// holds one column of every A/Accumulator tile and one row of every B tile.
+// lavapipe.md section 3: the 8x8 tile. Each lane holds one column of an
+// A/Accumulator tile and one row of a B tile.
 std::optional<Formula> LavapipeFormula(const LayoutKey& k) {
-  if (k.subgroupSize != 8 || k.rows % 8 || k.cols % 8 || k.rows > 1024 || k.cols > 1024) return std::nullopt;
-  if (!IsPow2(k.rows / 8) || !IsPow2(k.cols / 8)) return std::nullopt;  // 24x16 exists but is not linear
-  const uint32_t length = k.rows * k.cols / 8;
-  if (k.use == kUseB)
-    return Formula{length, [](const LayoutKey& key, uint32_t L, uint32_t e) {
-                     uint32_t t = e >> 3, tilesPerRow = key.cols / 8;
-                     return Coord{8 * (t / tilesPerRow) + L, 8 * (t % tilesPerRow) + (e & 7)};
-                   }};
-  return Formula{length, [](const LayoutKey& key, uint32_t L, uint32_t e) {
-                   uint32_t t = e >> 3, tilesPerRow = key.cols / 8;
-                   return Coord{8 * (t / tilesPerRow) + (e & 7), 8 * (t % tilesPerRow) + L};
-                 }};
+  if (k.subgroupSize != 8 || k.rows != 8 || k.cols != 8) return std::nullopt;
+  if (k.use == kUseB) return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t e) { return Coord{L, e}; }};
+  return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t e) { return Coord{e, L}; }};
 }
 
 // layouts.md section 3.1: A/B replicated in every 16-lane group, the
@@ -141,7 +134,7 @@ std::optional<Formula> NvidiaMmaFormula(const LayoutKey& k) {
                  }};
 }
 
-std::optional<Formula> FindFormula(DriverFamily family, const LayoutKey& key) {
+std::optional<Formula> NativeFormula(DriverFamily family, const LayoutKey& key) {
   switch (family) {
     case DriverFamily::Lavapipe: return LavapipeFormula(key);
     case DriverFamily::RadvGfx11: return Gfx11Formula(key);
@@ -150,6 +143,42 @@ std::optional<Formula> FindFormula(DriverFamily family, const LayoutKey& key) {
     case DriverFamily::NvidiaMma: return NvidiaMmaFormula(key);
   }
   return std::nullopt;
+}
+
+// The native square tile of a family whose driver takes NV flexible dimensions by
+// Mesa's split (nir_lower_cooperative_matrix_flexible_dimensions, granularity 8 on
+// lavapipe, 16 on RADV: radv_shader.c), 0 for the others.
+uint32_t FlexibleTile(DriverFamily family) {
+  switch (family) {
+    case DriverFamily::Lavapipe: return 8;
+    case DriverFamily::RadvGfx11:
+    case DriverFamily::RadvGfx12: return 16;
+    default: return 0;
+  }
+}
+
+// Mesa's split, read in src/compiler/nir/nir_lower_cooperative_matrix.c
+// (split_cmat_load_store, split_cmat_extract, split_cmat_length) with RADV's caller
+// in src/amd/vulkan/radv_shader.c and its 16x16 lowering (radv_nir_lower_cooperative_
+// matrix.c asserts 16x16 on GFX11.7+), at sailfishos-mirror/mesa 0182ac0b and
+// 1301eef2 (Mesa main of the GFX11.7 era): an R x C matrix is (R/tile) x (C/tile) native matrices in
+// row-major tile order, and element index e is t * (tile length) + (its index in
+// tile t). Tile counts that are not powers of two (lavapipe's 24x16) are not linear.
+std::optional<Formula> FindFormula(DriverFamily family, const LayoutKey& key) {
+  const uint32_t tile = FlexibleTile(family);
+  if (!tile || (key.rows == tile && key.cols == tile)) return NativeFormula(family, key);
+  if (key.rows % tile || key.cols % tile || key.rows > 1024 || key.cols > 1024) return std::nullopt;
+  if (!IsPow2(key.rows / tile) || !IsPow2(key.cols / tile)) return std::nullopt;
+  const LayoutKey tileKey{key.componentType, key.use, tile, tile, key.subgroupSize};
+  const std::optional<Formula> native = NativeFormula(family, tileKey);
+  if (!native) return std::nullopt;
+  const uint32_t tilesPerRow = key.cols / tile;
+  return Formula{native->length * (key.rows / tile) * tilesPerRow,
+                 [native, tileKey, tilesPerRow](const LayoutKey&, uint32_t L, uint32_t e) {
+                   const uint32_t t = e / native->length;
+                   const Coord c = native->at(tileKey, L, e % native->length);
+                   return Coord{tileKey.rows * (t / tilesPerRow) + c.row, tileKey.cols * (t % tilesPerRow) + c.col};
+                 }};
 }
 
 struct Config {
@@ -247,6 +276,12 @@ std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupS
   std::vector<std::pair<uint32_t, uint32_t>> shapes;
   const std::vector<uint32_t> gfx11Inputs = {kTypeF16, kTypeBF16, kTypeU8, kTypeS8};
   const std::vector<uint32_t> amdAccumulators = {kTypeF16, kTypeF32, kTypeBF16, kTypeU32, kTypeS32};
+  // RADV lists 16x16 only; with radv_cooperative_matrix2_nv it takes NV flexible
+  // dimensions at granularity 16, split into 16x16 tiles (FindFormula). Up to four
+  // tiles a side, as lavapipe's below.
+  std::vector<std::pair<uint32_t, uint32_t>> radvShapes;
+  for (uint32_t rows : {16u, 32u, 64u})
+    for (uint32_t cols : {16u, 32u, 64u}) radvShapes.push_back({rows, cols});
   switch (family) {
     case DriverFamily::Lavapipe:
       // The four advertised 8x8 configurations, and flexible shapes (granularity 8).
@@ -258,13 +293,13 @@ std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupS
       break;
     case DriverFamily::RadvGfx11:
       configs = {{kUseA, gfx11Inputs}, {kUseB, gfx11Inputs}, {kUseAccumulator, amdAccumulators}};
-      shapes = {{16, 16}};
+      shapes = radvShapes;
       break;
     case DriverFamily::RadvGfx12: {
       std::vector<uint32_t> inputs = gfx11Inputs;
       inputs.insert(inputs.end(), {kTypeE4M3, kTypeE5M2});
       configs = {{kUseA, inputs}, {kUseB, inputs}, {kUseAccumulator, amdAccumulators}};
-      shapes = {{16, 16}};
+      shapes = radvShapes;
       break;
     }
     case DriverFamily::CdnaMfma:

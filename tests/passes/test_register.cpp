@@ -578,10 +578,13 @@ TEST_CASE("register path: pair exchanges bring every 16-bit element to its place
             std::vector<std::vector<uint32_t>> lanes(size);
             for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
             eval.Set(fs.lane, lanes);
+            // Each 16-bit source tagged with who holds it: lane * stride + index.
+            const uint32_t stride = std::bit_ceil(from.length);
+            REQUIRE(size * stride <= 65536);
             for (uint32_t i = 0; i < from.length; ++i) {
               sources[i] = module.TakeId();
               std::vector<std::vector<uint32_t>> tagged(size);
-              for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {lane * 64 + i};  // who holds it
+              for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {lane * stride + i};
               eval.Set(sources[i], tagged);
             }
             coopmat::Builder b(f.context, f.function, 0, 1);
@@ -596,8 +599,8 @@ TEST_CASE("register path: pair exchanges bring every 16-bit element to its place
                 INFO("lane " << lane << " element " << e);
                 REQUIRE(out[lane].size() == to.length);
                 const uint32_t tag = out[lane][e];
-                const coopmat::Coord got = from.CoordinateOf(tag / 64, tag % 64);
-                INFO("source lane " << tag / 64 << " index " << tag % 64 << " holds (" << got.row << ", " << got.col
+                const coopmat::Coord got = from.CoordinateOf(tag / stride, tag % stride);
+                INFO("source lane " << tag / stride << " index " << tag % stride << " holds (" << got.row << ", " << got.col
                                     << "), want (" << want.row << ", " << want.col << ")");
                 CHECK(got == want);
               }

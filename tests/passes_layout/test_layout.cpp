@@ -44,6 +44,15 @@ uint32_t Gfx12Base(uint32_t S, uint32_t L) {
 }
 Coord Gfx12A(const LayoutKey& k, uint32_t L, uint32_t e) { return {L & 15, Gfx12Base(k.subgroupSize, L) + e}; }
 Coord Gfx12BOrAcc(const LayoutKey& k, uint32_t L, uint32_t e) { return {Gfx12Base(k.subgroupSize, L) + e, L & 15}; }
+// NV flexible dimensions on RADV (Mesa's nir_lower_cooperative_matrix.c split at
+// granularity 16): 16x16 matrices in row-major tile order, index = tile * (16x16
+// length) + index in the tile. GFX11's A and B hold 16 elements per tile.
+template <Coord (*Tile)(const LayoutKey&, uint32_t, uint32_t), bool sixteenPerTile>
+Coord RadvTiles(const LayoutKey& k, uint32_t L, uint32_t e) {
+  const uint32_t tileLength = sixteenPerTile ? 16 : 256 / k.subgroupSize, t = e / tileLength;
+  const Coord c = Tile(k, L, e % tileLength);
+  return {16 * (t / (k.cols / 16)) + c.row, 16 * (t % (k.cols / 16)) + c.col};
+}
 
 // ---- seed 004, register -> element; blocks stacked as row = M*b + i ----------------
 Coord Mfma32x32(const LayoutKey&, uint32_t L, uint32_t G) {
@@ -100,12 +109,14 @@ Expectation Expected(DriverFamily family, const LayoutKey& k) {
   switch (family) {
     case DriverFamily::Lavapipe:
       return {k.rows * k.cols / 8, 1, k.use == kUseB ? LavapipeB : LavapipeAOrAcc};
-    case DriverFamily::RadvGfx11:
-      if (k.use == kUseA) return {16, S / 16, Gfx11A};
-      if (k.use == kUseB) return {16, S / 16, Gfx11B};
-      return {256 / S, 1, Gfx11Acc};
+    case DriverFamily::RadvGfx11: {
+      const uint32_t tiles = k.rows / 16 * (k.cols / 16);
+      if (k.use == kUseA) return {16 * tiles, S / 16, RadvTiles<Gfx11A, true>};
+      if (k.use == kUseB) return {16 * tiles, S / 16, RadvTiles<Gfx11B, true>};
+      return {256 / S * tiles, 1, RadvTiles<Gfx11Acc, false>};
+    }
     case DriverFamily::RadvGfx12:
-      return {256 / S, 1, k.use == kUseA ? Gfx12A : Gfx12BOrAcc};
+      return {k.rows * k.cols / S, 1, k.use == kUseA ? RadvTiles<Gfx12A, false> : RadvTiles<Gfx12BOrAcc, false>};
     case DriverFamily::CdnaMfma:
       if (k.componentType == kTypeF64) return k.cols == 16 ? Expectation{4, 1, MfmaF64x16} : Expectation{1, 1, MfmaF64x4};
       if (k.cols == 32) return {k.rows * 32 / 64, 1, Mfma32x32};
@@ -161,22 +172,26 @@ TEST_CASE("built-in layouts match the published formulas slot by slot", "[layout
         CHECK(std::all_of(held.begin(), held.end(), [&](const auto& h) { return h.second == want.replicas; }));
       }
     }
-  // lavapipe 90, GFX11 2 x 13, GFX12 2 x 17, MFMA 2 x 5 + 2, NVIDIA mma 24.
-  CHECK(total == 90 + 26 + 34 + 12 + 24);
+  // lavapipe 90, GFX11 2 x 13 and GFX12 2 x 17 types and Uses in 9 shapes each
+  // (16, 32 and 64 a side), MFMA 2 x 5 + 2, NVIDIA mma 24.
+  CHECK(total == 90 + 26 * 9 + 34 * 9 + 12 + 24);
 }
 
 TEST_CASE("built-in lists cover only the subgroup sizes a family runs", "[layout][builtin]") {
   CHECK(BuiltinLayouts(DriverFamily::Lavapipe, 8).size() == 90);
   CHECK(BuiltinLayouts(DriverFamily::Lavapipe, 16).empty());
   CHECK(BuiltinLayouts(DriverFamily::RadvGfx11, 8).empty());
-  CHECK(BuiltinLayouts(DriverFamily::RadvGfx11, 32).size() == 13);
-  CHECK(BuiltinLayouts(DriverFamily::RadvGfx12, 64).size() == 17);
+  CHECK(BuiltinLayouts(DriverFamily::RadvGfx11, 32).size() == 13 * 9);
+  CHECK(BuiltinLayouts(DriverFamily::RadvGfx12, 64).size() == 17 * 9);
   CHECK(BuiltinLayouts(DriverFamily::CdnaMfma, 32).empty());
   CHECK(BuiltinLayouts(DriverFamily::NvidiaMma, 32).size() == 24);
   CHECK(BuiltinLayouts(DriverFamily::NvidiaMma, 64).empty());
   // Lookups by key: type-independent where the driver is, shapes it cannot hold rejected.
   CHECK(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeU16, kUseAccumulator, 16, 16, 32}).has_value());
-  CHECK_FALSE(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeF16, kUseA, 16, 32, 32}).has_value());
+  CHECK(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeF16, kUseA, 16, 32, 32}).has_value());  // NV flexible
+  CHECK(BuiltinLayout(DriverFamily::RadvGfx12, {kTypeF32, kUseAccumulator, 128, 256, 64}).has_value());
+  CHECK_FALSE(BuiltinLayout(DriverFamily::RadvGfx12, {kTypeF32, kUseAccumulator, 48, 16, 32}).has_value());  // not linear
+  CHECK_FALSE(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeF16, kUseB, 8, 16, 32}).has_value());  // below the granularity
   CHECK_FALSE(BuiltinLayout(DriverFamily::Lavapipe, {kTypeF16, kUseA, 24, 16, 8}).has_value());  // not linear
   CHECK(BuiltinLayout(DriverFamily::Lavapipe, {kTypeF16, kUseB, 64, 128, 8}).has_value());
   CHECK_FALSE(BuiltinLayout(DriverFamily::CdnaMfma, {kTypeF32, kUseA, 16, 16, 64}).has_value());
@@ -231,11 +246,51 @@ TEST_CASE("fitted bases equal the table in layouts.md section 9", "[layout][buil
   // GFX12 accumulator/B w32: L4 -> r3, e0-2 -> r0-2; w64: L4 -> r3, L5 -> r2, e0-1 -> r0-1.
   CHECK(basis(DriverFamily::RadvGfx12, {kTypeF32, kUseAccumulator, 16, 16, 32}) == " lane=c0,c1,c2,c3,r3 index=r0,r1,r2");
   CHECK(basis(DriverFamily::RadvGfx12, {kTypeF16, kUseB, 16, 16, 64}) == " lane=c0,c1,c2,c3,r3,r2 index=r0,r1");
+  // RADV under NV flexible dimensions: the 16x16 basis, then the tile's column
+  // bits, then its row bits, in the index.
+  CHECK(basis(DriverFamily::RadvGfx11, {kTypeF32, kUseAccumulator, 32, 32, 32}) ==
+        " lane=c0,c1,c2,c3,r0 index=r1,r2,r3,c4,r4");
+  CHECK(basis(DriverFamily::RadvGfx11, {kTypeF16, kUseA, 16, 32, 32}) == " lane=r0,r1,r2,r3,0 index=c0,c1,c2,c3,c4");
+  CHECK(basis(DriverFamily::RadvGfx12, {kTypeF16, kUseB, 32, 16, 64}) == " lane=c0,c1,c2,c3,r3,r2 index=r0,r1,r4");
   // MFMA 16x16 accumulator: L0-3 -> c0-3, L4-5 -> r2-3, e0-1 -> r0-1.
   CHECK(basis(DriverFamily::CdnaMfma, {kTypeF32, kUseAccumulator, 16, 16, 64}) == " lane=c0,c1,c2,c3,r2,r3 index=r0,r1");
   // lavapipe A/accumulator: L0-2 -> c0-2, e0-2 -> r0-2; 16x16 adds e3 -> c3, e4 -> r3.
   CHECK(basis(DriverFamily::Lavapipe, {kTypeF16, kUseA, 8, 8, 8}) == " lane=c0,c1,c2 index=r0,r1,r2");
   CHECK(basis(DriverFamily::Lavapipe, {kTypeF32, kUseAccumulator, 16, 16, 8}) == " lane=c0,c1,c2 index=r0,r1,r2,c3,r3");
+}
+
+// The RADV tables' larger shapes against their own 16x16 entries: Mesa splits an
+// NV flexible-dimension matrix into 16x16 matrices (row-major tile order, index =
+// tile * 16x16 length + index in the tile), each with the 16x16 layout.
+TEST_CASE("RADV's flexible shapes are row-major tiles of its 16x16 layouts", "[layout][builtin]") {
+  size_t checked = 0;
+  for (DriverFamily family : {DriverFamily::RadvGfx11, DriverFamily::RadvGfx12})
+    for (uint32_t S : {32u, 64u})
+      for (const LinearLayout& l : BuiltinLayouts(family, S)) {
+        if (l.key.rows == 16 && l.key.cols == 16) continue;
+        INFO(ToString(family) << " " << ToString(l.key));
+        const auto tile = BuiltinLayout(family, {l.key.componentType, l.key.use, 16, 16, S});
+        REQUIRE(tile);
+        const uint32_t tilesPerRow = l.key.cols / 16;
+        REQUIRE(l.length == tile->length * (l.key.rows / 16) * tilesPerRow);
+        CHECK(l.Replicas() == tile->Replicas());
+        bool allMatch = true;
+        for (uint32_t L = 0; L < S; ++L)
+          for (uint32_t e = 0; e < l.length; ++e) {
+            const uint32_t t = e / tile->length;
+            const Coord in = tile->CoordinateOf(L, e % tile->length);
+            allMatch &= l.CoordinateOf(L, e) == Coord{16 * (t / tilesPerRow) + in.row, 16 * (t % tilesPerRow) + in.col};
+          }
+        CHECK(allMatch);
+        ++checked;
+      }
+  CHECK(checked == 2 * (13 + 17) * 8);
+  // One slot worked by hand from Mesa's code: GFX12 wave32, 32x32 accumulator, lane
+  // 17 index 9 is tile 1 (columns 16-31), its index 1: row base(17) + 1 = 9, column 17.
+  CHECK(BuiltinLayout(DriverFamily::RadvGfx12, {kTypeF32, kUseAccumulator, 32, 32, 32})->CoordinateOf(17, 9) == Coord{9, 17});
+  // GFX11 wave64, 32x32 A: lane 35 index 40 is tile 2 (rows 16-31, columns 0-15), its
+  // index 8: (16 + (35 & 15), 8), replicated in lanes 3, 19 and 51.
+  CHECK(BuiltinLayout(DriverFamily::RadvGfx11, {kTypeF16, kUseA, 32, 32, 64})->CoordinateOf(35, 40) == Coord{19, 8});
 }
 
 TEST_CASE("fitting reproduces every built-in from its slots and from the test's formulas", "[layout][fit]") {
