@@ -164,26 +164,19 @@ void CreateDeviceForLayouts(VkPhysicalDevice device) {
   VkPhysicalDeviceShaderFloat8FeaturesEXT fp8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT, &bf16};
   VkPhysicalDeviceFeatures2 supported{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &fp8};
   vkGetPhysicalDeviceFeatures2(device, &supported);
-  uint32_t extensionCount = 0;
-  vkEnumerateDeviceExtensionProperties(device, nullptr, &extensionCount, nullptr);
-  std::vector<VkExtensionProperties> available(extensionCount);
-  vkEnumerateDeviceExtensionProperties(device, nullptr, &extensionCount, available.data());
-  auto has = [&](const char* name) {
-    return std::any_of(available.begin(), available.end(),
-                       [&](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, name) == 0; });
-  };
-  const void* chain = nullptr;
-  if (has(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME) && bf16.shaderBFloat16Type && bf16.shaderBFloat16CooperativeMatrix) {
+  void* chain = nullptr;
+  if (HasExtension(device, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME) && bf16.shaderBFloat16Type &&
+      bf16.shaderBFloat16CooperativeMatrix) {
     extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
-    bf16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, const_cast<void*>(chain), VK_TRUE, VK_FALSE, VK_TRUE};
+    bf16 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR, chain, VK_TRUE, VK_FALSE, VK_TRUE};
     chain = &bf16;
   }
-  if (has(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME) && fp8.shaderFloat8 && fp8.shaderFloat8CooperativeMatrix) {
+  if (HasExtension(device, VK_EXT_SHADER_FLOAT8_EXTENSION_NAME) && fp8.shaderFloat8 && fp8.shaderFloat8CooperativeMatrix) {
     extensions.push_back(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME);
-    fp8 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT, const_cast<void*>(chain), VK_TRUE, VK_TRUE};
+    fp8 = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT, chain, VK_TRUE, VK_TRUE};
     chain = &fp8;
   }
-  khr.pNext = const_cast<void*>(chain);
+  khr.pNext = chain;
   VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, &khr};
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue;
