@@ -17,27 +17,7 @@
 #include "register.h"
 
 namespace coopmat {
-namespace {
-
-// Index e without the bits in `dropped` (a mask), the higher bits moved down.
-uint32_t Compress(uint32_t e, uint32_t dropped) {
-  uint32_t out = 0, k = 0;
-  for (uint32_t bit = 0; bit < 32; ++bit) {
-    if (dropped >> bit & 1) continue;
-    out |= (e >> bit & 1) << k++;
-  }
-  return out;
-}
-}  // namespace
-
-uint32_t ReduceScatter::Expand(uint32_t i) const {
-  uint32_t out = 0, k = 0;
-  for (uint32_t bit = 0; bit < 32 && (i >> k); ++bit) {
-    if (dropped >> bit & 1) continue;
-    out |= (i >> k++ & 1) << bit;
-  }
-  return out;
-}
+uint32_t ReduceScatter::Expand(uint32_t i) const { return SpreadBits(i, dropped); }
 
 std::optional<std::pair<ReduceScatter, GatherPlan>> PlanReduceScatter(const LinearLayout& s, const ReductionRecipe& recipe,
                                                           uint32_t keptRows, uint32_t keptCols, const LinearLayout& r,
@@ -74,7 +54,7 @@ std::optional<std::pair<ReduceScatter, GatherPlan>> PlanReduceScatter(const Line
   for (uint32_t k = 0; k < s.indexBits.size(); ++k)
     if (!(dropped >> k & 1)) sc.scattered.indexBits.push_back(s.indexBits[k]);
   sc.scattered.length = s.length >> std::popcount(dropped);
-  for (uint32_t u : recipe.indexXors) sc.indexXors.push_back(Compress(u, dropped));
+  for (uint32_t u : recipe.indexXors) sc.indexXors.push_back(SqueezeBits(u, dropped));
   auto gather = PlanGather(sc.scattered, keptRows, keptCols, sc.indexXors, r, targets);
   if (!gather) return std::nullopt;
   return std::make_pair(std::move(sc), std::move(*gather));

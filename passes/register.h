@@ -45,6 +45,10 @@ bool HasRegisterLayouts(Context& c, const CoopMatType& type);
 // XOR over the set bits k of the uint `x` of the constant images[k], as shift
 // and mask arithmetic (folded when x is a constant); valueBits: the bits x can have set.
 uint32_t XorBits(Builder& b, uint32_t x, const std::vector<uint32_t>& images, uint32_t valueBits = ~0u);
+// Index e without the bits of the mask `dropped`, the higher bits moved down;
+// SpreadBits is its inverse, with the `skipped` bits clear. Both linear in e.
+uint32_t SqueezeBits(uint32_t e, uint32_t dropped);
+uint32_t SpreadBits(uint32_t e, uint32_t skipped);
 // Row (or column) of element `index` (a uint id) of the invocation: lane part XOR index part.
 uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLayout& layout, uint32_t index, bool column);
 
@@ -120,6 +124,11 @@ struct GatherPlan {
 std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRows, uint32_t keptCols,
                                      const std::vector<uint32_t>& indexXors, const LinearLayout& dest,
                                      const std::vector<BitImage>& targets);
+
+// Whether EmitGather moves this plan's 16-bit values two per 32-bit shuffle: where
+// two rounds read the same sending lane and elements of one packed pair there
+// (one shuffle and one select per pair instead of per element).
+bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueType);
 
 // Emits the gather. value(i) returns source element i of this invocation (an id
 // of `valueType`, the same id for indices that hold the same value); after(v),

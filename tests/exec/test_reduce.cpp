@@ -80,7 +80,9 @@ TEST_CASE("reduce_sum_rowcol_changedim", "[exec][reduce][flex]") {
 TEST_CASE("reduce_sum_2x2_32x32", "[exec][reduce][flex]") {
   EXEC_ENV(env, .flex = true);
   CheckAll(env, std::vector<ReduceCase>{{k2x2, Combine::Sum, T::F32, 32, 32, 16, 16},
-                                        {k2x2, Combine::Min, T::F32, 32, 32, 16, 16}},
+                                        {k2x2, Combine::Min, T::F32, 32, 32, 16, 16},
+                                        {k2x2, Combine::Sum, T::F16, 32, 32, 16, 16},
+                                        {k2x2, Combine::Max, T::F16, 32, 32, 16, 16}},
            {Grid{2, 2}});
 }
 

@@ -117,6 +117,7 @@ class SubgroupEvaluator {
       case spv::Op::OpINotEqual: return {a() != b() ? 1u : 0u};
       case spv::Op::OpIEqual: return {a() == b() ? 1u : 0u};
       case spv::Op::OpSelect: return a() ? op(1) : op(2);
+      case spv::Op::OpCopyObject: return op(0);
       // Integer widening and narrowing of tags (values the tests move are unsigned bits).
       case spv::Op::OpUConvert: return {a() & Mask(width)};
       case spv::Op::OpSConvert: {

@@ -7,6 +7,7 @@
 // layout's own map, so a builder that only works for the built-in tables fails.
 //
 // The seed is printed; COOPMAT_RANDOM_LAYOUT_SEED repeats a run.
+#include <functional>
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
@@ -105,8 +106,11 @@ uint32_t Bits(Element e) {
 // Runs a gather or pair-exchange plan's emitted code on a subgroup and checks that
 // each destination element holds the source element of its (transposed) coordinate.
 // Values are tagged twice (once with their lane, once with their index) so that the
-// tags fit 8-bit elements.
-void CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const LinearLayout& to, bool transpose, Element element) {
+// tags fit 8-bit elements. `convert`: with a per-value conversion after the move (an
+// OpCopyObject), which keeps the 16-bit shared-word gather from storing words.
+// Returns whether the gather moved 16-bit values two per shuffle.
+bool CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const LinearLayout& to, bool transpose, Element element,
+               bool convert = false) {
   const uint32_t size = from.key.subgroupSize;
   EmitFixture f;
   coopmat::TypeManager& types = f.types;
@@ -119,7 +123,10 @@ void CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const 
     types.SetTypeOf(id, valueType);
   }
   coopmat::Builder b(f.context, f.function, 0, 1);
-  const uint32_t result = coopmat::EmitGather(b, fs, plan, [&](uint32_t i) { return sources.at(i); }, valueType, nullptr,
+  const bool sharedWords = coopmat::GatherSharesWords(f.context, plan, valueType);
+  std::function<uint32_t(uint32_t)> after;
+  if (convert) after = [&](uint32_t v) { return b.Emit(spv::Op::OpCopyObject, valueType, {v}); };
+  const uint32_t result = coopmat::EmitGather(b, fs, plan, [&](uint32_t i) { return sources.at(i); }, valueType, after,
                                               types.Vector(valueType, to.length), 0);
   std::vector<std::vector<uint32_t>> tag[2];  // [0]: source lane, [1]: source index
   for (int pass = 0; pass < 2; ++pass) {
@@ -149,6 +156,7 @@ void CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const 
       REQUIRE(got == want);
     }
   }
+  return sharedWords;
 }
 
 // RegisterCoordinate's code, run for every lane and every index (a per-lane dynamic
@@ -278,14 +286,18 @@ TEST_CASE("random layouts: register coordinates match the layout's map at every 
 TEST_CASE("random layouts: conversion gathers and pair exchanges put every element in its place", "[register][random]") {
   std::mt19937 random(Seed() ^ 0x2);
   const Element elements[] = {Element::U32, Element::F16, Element::U16, Element::U8, Element::BF16, Element::E4M3};
-  size_t gathers = 0, exchanges = 0, attempts = 0, dynamicDest = 0, laneMaps = 0;
+  size_t gathers = 0, exchanges = 0, attempts = 0, dynamicDest = 0, laneMaps = 0, sharedWords = 0, sharedConverted = 0;
   auto tryMove = [&](const LinearLayout& from, const LinearLayout& to, bool transpose) {
     ++attempts;
     const Element element = elements[random() % std::size(elements)];
     INFO(Name(element) << " " << coopmat::FormatLayout(from) << " -> " << coopmat::FormatLayout(to) << (transpose ? " transposed" : ""));
     EmitFixture context;
     if (auto plan = coopmat::PlanRegisterMove(context.context, &from, &to, transpose)) {
-      CheckMove(*plan, from, to, transpose, element);
+      const bool convert = random() % 2 == 0;
+      if (CheckMove(*plan, from, to, transpose, element, convert)) {
+        ++sharedWords;
+        sharedConverted += convert;
+      }
       ++gathers;
       dynamicDest += plan->DynamicDest();
       laneMaps += !plan->identityLanes;
@@ -327,10 +339,13 @@ TEST_CASE("random layouts: conversion gathers and pair exchanges put every eleme
     tryMove(other, table, false);
   }
   std::cout << "random layouts: " << attempts << " moves, " << gathers << " gathers (" << laneMaps << " with a lane map, "
-            << dynamicDest << " with dynamic destinations), " << exchanges << " pair exchanges run\n";
+            << dynamicDest << " with dynamic destinations, " << sharedWords << " moving 16-bit values two per shuffle, "
+            << sharedConverted << " of them converting), " << exchanges << " pair exchanges run\n";
   // Most random pairs have a one-shuffle-per-element plan; each form is exercised.
   CHECK(gathers > attempts / 2);
   CHECK(exchanges > 0);
   CHECK(laneMaps > 0);
   CHECK(dynamicDest > 0);
+  CHECK(sharedWords > sharedConverted);
+  CHECK(sharedConverted > 0);
 }
