@@ -7,6 +7,7 @@ the probe reads nothing there.
 
   check_stats.py cases   --gpu G --opbench PATH --bounds FILE --expected-failures FILE
   check_stats.py modules --gpu G --opbench PATH --modules DIR
+  check_stats.py budget  --gpu G --opbench PATH --modules DIR
   check_stats.py run     --gpu G [--also-icd ICD] -- COMMAND...   (any command on the shimmed
                          device; --also-icd lists a second driver, e.g. lvp_icd.json)
 
@@ -17,6 +18,8 @@ unless the expected-failures file lists it (then XFAIL; a listed rule that now
 holds prints XPASS: remove it from the list).
 modules: runs `opbench --stats --modules DIR` (the execution tests' modules)
 through the layer and requires every pipeline to be created.
+budget: the same for module pairs named *_app<bytes> that differ only in their own
+shared memory; where the roomy one gets layer scratch, the tight one must get none.
 
 Exit status 77 (ctest: skipped) when the shim or the driver's ICD is missing; with
 CI=true that fails instead (a lane that cannot run must not pass)."""
@@ -31,6 +34,7 @@ import tempfile
 SHIM_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
 ICD_DIR = "/usr/share/vulkan/icd.d"
 SKIP = 77
+LDS_LIMIT = 65536  # maxComputeSharedMemorySize of both shimmed RADV devices
 
 
 def is_nvk(gpu):
@@ -208,6 +212,47 @@ def check_modules(args):
     return 1 if failures else 0
 
 
+def check_budget(args):
+    """Pairs of modules that differ only in their own shared memory (name suffix
+    _app<bytes>): every pipeline must be created; where the roomy one's layer scratch
+    (LDS above its own bytes) would not fit beside the tight one's own bytes in the
+    device's 64 KiB, the tight one must take none (LDS equal to its own); and that
+    must happen at least once per pair, or the check proved nothing."""
+    import re
+    status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules])
+    failures = creation_failures(rows, lambda r: r["module"])
+    by_pair = {}
+    for r in rows:
+        m = re.match(r"(.*)_app(\d+)\.", r["module"])
+        if not m or r["status"] != "ok":
+            continue
+        by_pair.setdefault((m.group(1), r["requested_subgroup"]), {})[int(m.group(2))] = int(r["LDS size"])
+    proved = {}
+    for (name, size), lds in sorted(by_pair.items()):
+        if len(lds) != 2:
+            failures.append(f"{name} at requested subgroup {size}: not both of a pair measured ({sorted(lds)})")
+            continue
+        roomy, tight = sorted(lds)
+        at = f"{name} at {'the driver pick' if size == '0' else 'wave' + size}"
+        print(f"{args.gpu} {at}: LDS {lds[roomy]} with {roomy} bytes of its own, {lds[tight]} with {tight}")
+        proved.setdefault(name, False)
+        if tight + lds[roomy] - roomy > LDS_LIMIT:
+            proved[name] = True
+            if lds[tight] != tight:
+                failures.append(f"{at}: {lds[tight] - tight} bytes of layer scratch next to {tight} of the module's own")
+    for name, ok in sorted(proved.items()):
+        if not ok:
+            failures.append(f"{name}: the roomy module's scratch would fit beside the tight one's own at every size, "
+                            "so the tight one proves nothing")
+    if not by_pair:
+        failures.append("no module pair measured")
+    if status != 0 and not failures:
+        failures.append(f"opbench --stats --modules exited with {status}")
+    for f in failures:
+        print(f"FAIL {f}")
+    return 1 if failures else 0
+
+
 def run_command(args):
     command = args.command
     with tempfile.TemporaryDirectory(prefix="coopmat-amd-") as cache:
@@ -223,7 +268,7 @@ def run_command(args):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["cases", "modules", "run"])
+    parser.add_argument("mode", choices=["cases", "modules", "budget", "run"])
     parser.add_argument("--gpu", required=True, help="AMDGPU_GPU_ID for the amdgpu drm-shim (navi31, gfx1201, ...) or NOUVEAU_CHIPSET for the nouveau one (0x172, 0x162)")
     parser.add_argument("--opbench")
     parser.add_argument("--bounds")
@@ -238,6 +283,8 @@ def main():
     args.command = command
     if args.mode == "run":
         return run_command(args)
+    if args.mode == "budget":
+        return check_budget(args)
     return check_cases(args) if args.mode == "cases" else check_modules(args)
 
 
