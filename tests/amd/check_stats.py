@@ -123,6 +123,15 @@ def read_expected(path, gpu):
     return out
 
 
+def report(failures, status, command):
+    """Prints the failures (and a failed run with none of its own); the exit status."""
+    if status != 0 and not failures:
+        failures.append(f"{command} exited with {status}")
+    for f in failures:
+        print(f"FAIL {f}")
+    return 1 if failures else 0
+
+
 def check_cases(args):
     status, rows = run_opbench(args.gpu, args.opbench, [])
     def case(r):
@@ -192,11 +201,7 @@ def check_cases(args):
             failures.append(f"rule '{op} | {stat} | {factor:g} | {ref}' applied to no case")
     if not rows:
         failures.append("opbench --stats printed no rows")
-    if status != 0 and not failures:
-        failures.append(f"opbench --stats exited with {status}")
-    for f in failures:
-        print(f"FAIL {f}")
-    return 1 if failures else 0
+    return report(failures, status, "opbench --stats")
 
 
 def check_modules(args):
@@ -205,11 +210,7 @@ def check_modules(args):
     print(f"{args.gpu}: {len(rows)} module pipelines through the layer, {len(failures)} not created")
     if not rows:
         failures.append("no module measured")
-    if status != 0 and not failures:
-        failures.append(f"opbench --stats --modules exited with {status}")
-    for f in failures:
-        print(f"FAIL {f}")
-    return 1 if failures else 0
+    return report(failures, status, "opbench --stats --modules")
 
 
 def check_budget(args):
@@ -246,11 +247,7 @@ def check_budget(args):
                             "so the tight one proves nothing")
     if not by_pair:
         failures.append("no module pair measured")
-    if status != 0 and not failures:
-        failures.append(f"opbench --stats --modules exited with {status}")
-    for f in failures:
-        print(f"FAIL {f}")
-    return 1 if failures else 0
+    return report(failures, status, "opbench --stats --modules")
 
 
 def run_command(args):
