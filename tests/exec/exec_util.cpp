@@ -10,6 +10,9 @@
 #include <sstream>
 
 #include "ieee_float.h"
+#include "coopmat/lower.h"
+#include "ir.h"
+#include "type_manager.h"
 
 namespace exec {
 
@@ -246,9 +249,45 @@ bool IsRewrittenLine(const std::string& line) {
 }
 
 std::string Unavailable(const EnvOptions& options) {
-  if (options.flex && TheVirtualDevice().on) return "the virtual device has no flexible dimensions (VK_NV_cooperative_matrix2)";
+  if (options.allPaths && TheVirtualDevice().on) return "the virtual device hides VK_EXT_shader_object";
+  if (!options.flex || !TheVirtualDevice().on) return "";
+  // Without the layer, flexible-dimension tests exercise lavapipe's own NV operations.
+  if (!options.layer) return "the virtual device emulates none of VK_NV_cooperative_matrix2's operations";
+  if (TheVirtualDevice().profile.profile.flexibleMaxDimension == 0)
+    return "the virtual device's profile has no flexible dimensions (VK_NV_cooperative_matrix2)";
   return "";
 }
+
+namespace {
+
+// Why the virtual device cannot run this (specialized) module: a matrix type its
+// profile lays out at no size; "" when it can.
+std::string VirtualDeviceLacks(const cmtest::ComputeJob& job) {
+  coopmat::Specialization specialization;
+  for (const cmtest::SpecConstant& constant : job.specialization) {
+    std::vector<uint8_t>& bytes = specialization.values[constant.id];
+    bytes.resize(sizeof constant.value);
+    std::memcpy(bytes.data(), &constant.value, sizeof constant.value);
+  }
+  const coopmat::LowerResult frozen = coopmat::SpecializeModule(job.spirv, specialization);
+  coopmat::ir::Module module;
+  if (!frozen.ok || !coopmat::ir::Parse(frozen.words, module).empty()) return "";  // the run says what is wrong
+  const coopmat::TypeManager types(module);
+  const coopmat::virt::Profile& profile = TheVirtualDevice().profile.profile;
+  for (const coopmat::ir::Instruction& inst : module.globals) {
+    if (inst.opcode != spv::Op::OpTypeCooperativeMatrixKHR) continue;
+    const auto info = types.CoopMatInfo(inst.resultId);
+    if (!info) continue;
+    const auto rows = types.ConstantValue(info->rowsId), cols = types.ConstantValue(info->colsId);
+    const auto component = types.VkComponentType(info->componentType);
+    if (!rows || !cols || !component || !types.ConstantValue(info->useId)) continue;
+    const coopmat::LayoutKey key{*component, static_cast<uint32_t>(info->use), *rows, *cols, profile.defaultSubgroupSize};
+    if (!profile.FindLayout(key)) return "the profile has no layout for " + coopmat::ToString(key);
+  }
+  return "";
+}
+
+}  // namespace
 
 namespace {
 constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
@@ -403,8 +442,12 @@ std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env
 std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, std::vector<Bytes>& buffers) {
   if (job.spirv.empty()) return "shader missing or empty";
   if (grid.literalLocalSize && env.subgroupSize() != 8)
-    return "a literal local size is written for subgroups of 8, the device runs " + std::to_string(env.subgroupSize());
+    return std::string(kNotRun) + "a literal local size is written for subgroups of 8, the device runs " +
+           std::to_string(env.subgroupSize());
   if (!grid.literalLocalSize) job.specialization.push_back({0, env.subgroupSize() * grid.subgroupsPerGroup});
+  // The flexible-dimension tests name shapes (lavapipe's 8x8) a profile's granularity rules out.
+  if (env.onVirtualDevice())
+    if (const std::string why = VirtualDeviceLacks(job); !why.empty()) return kNotRun + why;
   job.groupCountX = grid.groups;
   job.requiredSubgroupSize = grid.requireSubgroupSize ? env.subgroupSize() : 0;
   job.requireFullSubgroups = grid.fullSubgroups;

@@ -107,8 +107,13 @@ const VirtualDevice& TheVirtualDevice();
 std::vector<std::string> VirtualLog();
 // Whether a log line says it rewrote a pipeline under its profile.
 bool IsRewrittenLine(const std::string& line);
-// Why options cannot run here ("" when they can): the virtual device has no flexible dimensions.
+// Why options cannot run here ("" when they can): flexible dimensions on a virtual
+// device whose profile has none, or without the layer (lavapipe's own NV operations).
 std::string Unavailable(const EnvOptions& options);
+// How Dispatch's result begins when the device cannot run the job at all (a literal
+// local size for another subgroup size, a shape the virtual device's profile lacks):
+// CheckAll warns and goes on.
+inline constexpr const char* kNotRun = "not run: ";
 
 class Env {
  public:
@@ -150,7 +155,7 @@ class Env {
 };
 
 // Creates an Env and REQUIREs it to be usable; SKIPs the rest of the test case where
-// its options cannot run (flexible dimensions on the virtual device).
+// its options cannot run (Unavailable).
 #define EXEC_ENV(name, ...)                                                                 \
   const ::exec::EnvOptions name##Options{__VA_ARGS__};                                      \
   if (const std::string why = ::exec::Unavailable(name##Options); !why.empty()) SKIP(why); \

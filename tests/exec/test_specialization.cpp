@@ -133,7 +133,10 @@ TEST_CASE("specialization-constant tiles run at every specialization of one modu
   for (const std::string& targetEnv : TargetEnvs())
     for (const Tiles& t : {Tiles{16, 16, 16}, Tiles{8, 16, 16}, Tiles{16, 8, 8}, Tiles{32, 16, 16}}) {
       const std::string result = RunSpecTiles(env, t, Grid{2, 1}, targetEnv);
-      INFO("spec_tiles." << targetEnv << " " << t.tm << "x" << t.tn << "x" << t.tk << ": " << result);
+      std::ostringstream name;
+      name << "spec_tiles." << targetEnv << " " << t.tm << "x" << t.tn << "x" << t.tk;
+      if (WarnedNotRun(name.str(), result)) continue;
+      INFO(name.str() << ": " << result);
       CHECK(result.empty());
     }
 }
@@ -152,12 +155,16 @@ TEST_CASE("specialization-constant tiles through inline stage code and shader ob
 
 TEST_CASE("a specialization whose tile sizes do not match is refused at pipeline creation", "[exec][specialization][layer-only]") {
   EXEC_ENV(env, .flex = true);
+  // The device's tile t (8 on lavapipe): TN = t, TK = 2t, so P (TM x TN) cannot
+  // become an A matrix of TM x TK.
+  const auto mnk = env.MulAddShape(T::F16, T::F32);
+  REQUIRE(mnk);
+  const uint32_t t = (*mnk)[0];
   for (const std::string& targetEnv : TargetEnvs()) {
-    // TN = 8, TK = 16: P (TM x TN) cannot become an A matrix of TM x TK.
-    const std::string result = RunSpecTiles(env, {8, 8, 16}, Grid{1, 1}, targetEnv);
+    const std::string result = RunSpecTiles(env, {t, t, 2 * t}, Grid{1, 1}, targetEnv);
     INFO(targetEnv << ": " << result);
     CHECK(result.find("vkCreateComputePipelines") != std::string::npos);
     CHECK(result.find("do not match") != std::string::npos);
-    CHECK(result.find("8x16") != std::string::npos);
+    CHECK(result.find(std::to_string(t) + "x" + std::to_string(2 * t)) != std::string::npos);
   }
 }

@@ -141,6 +141,7 @@ ProfileResult ParseProfile(std::string_view text) {
     else if (key == "driver_version") ok = Version(value, p.driverVersion);
     else if (key == "default_subgroup_size") ok = Number(value, p.defaultSubgroupSize) && IsPow2(p.defaultSubgroupSize);
     else if (key == "shared_memory") ok = Number(value, p.sharedMemoryBytes);
+    else if (key == "flexible_max_dimension") ok = Number(value, p.flexibleMaxDimension) && p.flexibleMaxDimension > 0;
     else if (key == "subgroup_sizes") {
       for (size_t i = 1; i < words.size() && ok; ++i) {
         uint32_t size = 0;

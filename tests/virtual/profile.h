@@ -16,6 +16,10 @@
 //   default_subgroup_size 64         the size a pipeline without a required size runs
 //   shared_memory 65536              maxComputeSharedMemorySize
 //   matrix 16 16 16 f16 f16 f32 f32 [saturating]   M N K A B C Result (KHR property)
+//   flexible_max_dimension 64        optional: VK_NV_cooperative_matrix2's flexible
+//                                    dimensions, each matrix line's M, N, K its
+//                                    granularity, sides up to this; the shapes an app
+//                                    may then use need their own layout lines
 //   layout type=f32 use=Acc ...      coopmat::FormatLayout lines (coopmat/layout.h)
 #pragma once
 
@@ -48,6 +52,7 @@ struct Profile {
   std::vector<uint32_t> subgroupSizes;  // ascending
   uint32_t defaultSubgroupSize = 0;
   uint32_t sharedMemoryBytes = 0;
+  uint32_t flexibleMaxDimension = 0;  // 0: no NV flexible dimensions
   std::vector<MatrixConfig> matrices;
   std::vector<LinearLayout> layouts;
 

@@ -194,7 +194,35 @@ TEST_CASE("virtual: the device reports the profile", "[selfcheck]") {
     CHECK(static_cast<uint32_t>(list[i].AType) == p.matrices[i].aType);
     CHECK(static_cast<uint32_t>(list[i].ResultType) == p.matrices[i].resultType);
   }
-  CHECK_FALSE(cmtest::HasDeviceExtension(*s.instance, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME));
+  // NV coopmat2 only as flexible dimensions, where the profile has them: one flexible
+  // configuration per listed one, the largest side the profile's.
+  CHECK(cmtest::HasDeviceExtension(*s.instance, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME) == (p.flexibleMaxDimension > 0));
+  if (p.flexibleMaxDimension > 0) {
+    VkPhysicalDeviceCooperativeMatrix2FeaturesNV nvFeatures{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &nvFeatures};
+    vkGetPhysicalDeviceFeatures2(s.instance->physicalDevice(), &features);
+    CHECK(nvFeatures.cooperativeMatrixFlexibleDimensions == VK_TRUE);
+    CHECK(nvFeatures.cooperativeMatrixReductions == VK_FALSE);  // no NV operation is emulated
+    CHECK(nvFeatures.cooperativeMatrixWorkgroupScope == VK_FALSE);
+    VkPhysicalDeviceCooperativeMatrix2PropertiesNV nvProps{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &nvProps};
+    vkGetPhysicalDeviceProperties2(s.instance->physicalDevice(), &props2);
+    CHECK(nvProps.cooperativeMatrixFlexibleDimensionsMaxDimension == p.flexibleMaxDimension);
+    auto flexible = s.instance->proc<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+        "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+    REQUIRE(flexible);
+    uint32_t n = 0;
+    REQUIRE(flexible(s.instance->physicalDevice(), &n, nullptr) == VK_SUCCESS);
+    std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> granules(
+        n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV});
+    REQUIRE(flexible(s.instance->physicalDevice(), &n, granules.data()) == VK_SUCCESS);
+    REQUIRE(n == p.matrices.size());
+    for (uint32_t i = 0; i < n; ++i) {
+      CHECK(granules[i].MGranularity == p.matrices[i].m);
+      CHECK(granules[i].KGranularity == p.matrices[i].k);
+      CHECK(static_cast<uint32_t>(granules[i].CType) == p.matrices[i].cType);
+    }
+  }
 }
 
 TEST_CASE("virtual: each element sits where the profile's layout puts it", "[selfcheck]") {

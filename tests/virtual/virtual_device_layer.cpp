@@ -97,7 +97,7 @@ template <typename Fn> Fn NextDevice(VkDevice device, const char* name) {
 
 // Extensions the virtual device does not emulate: an app must not find them.
 bool IsHidden(const char* name) {
-  for (const char* hidden : {VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
+  for (const char* hidden : {VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME,
                              VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME, VK_EXT_SHADER_OBJECT_EXTENSION_NAME,
                              VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME, VK_KHR_PIPELINE_BINARY_EXTENSION_NAME,
                              VK_KHR_SHADER_SUBGROUP_ROTATE_EXTENSION_NAME, VK_KHR_SHADER_QUAD_CONTROL_EXTENSION_NAME})
@@ -117,6 +117,7 @@ bool ListsFloat8() {
   const Profile& p = TheProfile().profile;
   return p.ListsComponentType(VK_COMPONENT_TYPE_FLOAT8_E4M3_EXT) || p.ListsComponentType(VK_COMPONENT_TYPE_FLOAT8_E5M2_EXT);
 }
+bool Flexible() { return TheProfile().profile.flexibleMaxDimension > 0; }
 std::vector<VkExtensionProperties> EmulatedExtensions() {
   std::vector<VkExtensionProperties> list;
   auto add = [&](const char* name, uint32_t version) {
@@ -127,10 +128,15 @@ std::vector<VkExtensionProperties> EmulatedExtensions() {
   };
   if (ListsBfloat16()) add(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME, VK_KHR_SHADER_BFLOAT16_SPEC_VERSION);
   if (ListsFloat8()) add(VK_EXT_SHADER_FLOAT8_EXTENSION_NAME, VK_EXT_SHADER_FLOAT8_SPEC_VERSION);
+  if (Flexible()) add(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_2_SPEC_VERSION);
   return list;
 }
+// VK_NV_cooperative_matrix2 only as its flexible dimensions (profile.h): shapes are
+// layouts of the profile, which the rewrite lays out like any other; none of the
+// extension's operations. Lavapipe's own is never used.
 bool IsEmulated(const char* name) {
-  return std::strcmp(name, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME) == 0 || std::strcmp(name, VK_EXT_SHADER_FLOAT8_EXTENSION_NAME) == 0;
+  return std::strcmp(name, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME) == 0 || std::strcmp(name, VK_EXT_SHADER_FLOAT8_EXTENSION_NAME) == 0 ||
+         std::strcmp(name, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME) == 0;
 }
 
 // The subgroup operations rewrite.cpp emulates.
@@ -198,6 +204,13 @@ void PatchChain(void* chain, uint32_t maxInvocations) {
         p->requiredSubgroupSizeStages = VK_SHADER_STAGE_COMPUTE_BIT;
         break;
       }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV: {
+        auto* p = reinterpret_cast<VkPhysicalDeviceCooperativeMatrix2PropertiesNV*>(s);
+        p->cooperativeMatrixWorkgroupScopeMaxWorkgroupSize = 0;
+        p->cooperativeMatrixFlexibleDimensionsMaxDimension = profile.flexibleMaxDimension;
+        p->cooperativeMatrixWorkgroupScopeReservedSharedMemory = 0;
+        break;
+      }
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR:
         reinterpret_cast<VkPhysicalDeviceCooperativeMatrixPropertiesKHR*>(s)->cooperativeMatrixSupportedStages =
             VK_SHADER_STAGE_COMPUTE_BIT;
@@ -232,6 +245,13 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice pd, VkPhy
       bf16->shaderBFloat16Type = bf16->shaderBFloat16CooperativeMatrix = ListsBfloat16() ? VK_TRUE : VK_FALSE;
       bf16->shaderBFloat16DotProduct = VK_FALSE;  // OpDot on bfloat16 is not emulated
     }
+    if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV) {
+      auto* nv = reinterpret_cast<VkPhysicalDeviceCooperativeMatrix2FeaturesNV*>(s);
+      VkBaseOutStructure* keep = s->pNext;
+      *nv = {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+      nv->pNext = keep;
+      nv->cooperativeMatrixFlexibleDimensions = Flexible() ? VK_TRUE : VK_FALSE;
+    }
     if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT) {
       auto* fp8 = reinterpret_cast<VkPhysicalDeviceShaderFloat8FeaturesEXT*>(s);
       fp8->shaderFloat8 = fp8->shaderFloat8CooperativeMatrix = ListsFloat8() ? VK_TRUE : VK_FALSE;
@@ -264,6 +284,36 @@ VKAPI_ATTR VkResult VKAPI_CALL GetCooperativeMatrixProperties(VkPhysicalDevice, 
   }
   *count = n;
   return n < matrices.size() ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+// One flexible configuration per listed one, its M, N, K the granularity (profile.h).
+VKAPI_ATTR VkResult VKAPI_CALL GetFlexibleDimensionsProperties(VkPhysicalDevice, uint32_t* count,
+                                                               VkCooperativeMatrixFlexibleDimensionsPropertiesNV* props) {
+  const auto& matrices = TheProfile().profile.matrices;
+  const size_t total = Flexible() ? matrices.size() : 0;
+  if (!props) {
+    *count = static_cast<uint32_t>(total);
+    return VK_SUCCESS;
+  }
+  const uint32_t n = std::min<uint32_t>(*count, static_cast<uint32_t>(total));
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto& m = matrices[i];
+    VkCooperativeMatrixFlexibleDimensionsPropertiesNV& p = props[i];
+    void* keep = p.pNext;
+    p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV, keep};
+    p.MGranularity = m.m;
+    p.NGranularity = m.n;
+    p.KGranularity = m.k;
+    p.AType = static_cast<VkComponentTypeKHR>(m.aType);
+    p.BType = static_cast<VkComponentTypeKHR>(m.bType);
+    p.CType = static_cast<VkComponentTypeKHR>(m.cType);
+    p.ResultType = static_cast<VkComponentTypeKHR>(m.resultType);
+    p.saturatingAccumulation = m.saturating;
+    p.scope = VK_SCOPE_SUBGROUP_KHR;
+    p.workgroupInvocations = 0;
+  }
+  *count = n;
+  return n < total ? VK_INCOMPLETE : VK_SUCCESS;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevice pd, const char* layer, uint32_t* count,
@@ -342,7 +392,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   PFN_vkGetDeviceProcAddr gdpa = link->u.pLayerInfo->pfnNextGetDeviceProcAddr;
   link->u.pLayerInfo = link->u.pLayerInfo->pNext;
   auto create = reinterpret_cast<PFN_vkCreateDevice>(gipa(InstanceOf(pd).instance, "vkCreateDevice"));
-  // Lavapipe knows neither emulated extension: their names and feature structs stay here.
+  // Lavapipe gets none of the emulated extensions: their names and feature structs stay here.
   VkDeviceCreateInfo forLavapipe = *info;
   std::vector<const char*> extensions;
   for (uint32_t i = 0; i < info->enabledExtensionCount; ++i)
@@ -350,7 +400,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   forLavapipe.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   forLavapipe.ppEnabledExtensionNames = extensions.data();
   ChainFilter filter(&forLavapipe.pNext, {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR,
-                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT});
+                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT,
+                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV});
   const VkResult r = create(pd, &forLavapipe, alloc, out);
   if (r != VK_SUCCESS) return r;
   VkPhysicalDeviceProperties real;
@@ -502,6 +553,8 @@ VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL GetInstanceProcAddr(VkInstance instance
       {"vkGetPhysicalDeviceProperties2", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2)},
       {"vkGetPhysicalDeviceProperties2KHR", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceProperties2)},
       {"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR", reinterpret_cast<PFN_vkVoidFunction>(&GetCooperativeMatrixProperties)},
+      {"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV",
+       reinterpret_cast<PFN_vkVoidFunction>(&GetFlexibleDimensionsProperties)},
       {"vkGetPhysicalDeviceFeatures2", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceFeatures2)},
       {"vkGetPhysicalDeviceFeatures2KHR", reinterpret_cast<PFN_vkVoidFunction>(&GetPhysicalDeviceFeatures2)},
   };
