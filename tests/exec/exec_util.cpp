@@ -261,7 +261,7 @@ std::string Unavailable(const EnvOptions& options) {
 namespace {
 
 // Why the virtual device cannot run this (specialized) module: a matrix type its
-// profile lays out at no size; "" when it can.
+// profile does not lay out at the size it runs; "" when it can.
 std::string VirtualDeviceLacks(const cmtest::ComputeJob& job) {
   coopmat::Specialization specialization;
   for (const cmtest::SpecConstant& constant : job.specialization) {
@@ -287,10 +287,8 @@ std::string VirtualDeviceLacks(const cmtest::ComputeJob& job) {
   return "";
 }
 
-}  // namespace
-
-namespace {
 constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
+
 }  // namespace
 
 Env::Env(const EnvOptions& options) {

@@ -25,6 +25,7 @@
 
 namespace {
 
+using coopmat::virt::MatrixConfig;
 using coopmat::virt::Profile;
 
 struct Loaded {
@@ -259,61 +260,57 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice pd, VkPhy
   }
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL GetCooperativeMatrixProperties(VkPhysicalDevice, uint32_t* count,
-                                                              VkCooperativeMatrixPropertiesKHR* props) {
+// The two-call enumeration of the profile's matrix configurations as KHR properties
+// or NV flexible ones (empty unless `listed`); `sizes` fills the struct's own fields.
+template <typename Props>
+VkResult ListMatrices(bool listed, uint32_t* count, Props* props, VkStructureType type, void (*sizes)(Props&, const MatrixConfig&)) {
   const auto& matrices = TheProfile().profile.matrices;
-  if (!props) {
-    *count = static_cast<uint32_t>(matrices.size());
-    return VK_SUCCESS;
-  }
-  const uint32_t n = std::min<uint32_t>(*count, static_cast<uint32_t>(matrices.size()));
-  for (uint32_t i = 0; i < n; ++i) {
-    const auto& m = matrices[i];
-    VkCooperativeMatrixPropertiesKHR& p = props[i];
-    void* keep = p.pNext;
-    p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR, keep};
-    p.MSize = m.m;
-    p.NSize = m.n;
-    p.KSize = m.k;
-    p.AType = static_cast<VkComponentTypeKHR>(m.aType);
-    p.BType = static_cast<VkComponentTypeKHR>(m.bType);
-    p.CType = static_cast<VkComponentTypeKHR>(m.cType);
-    p.ResultType = static_cast<VkComponentTypeKHR>(m.resultType);
-    p.saturatingAccumulation = m.saturating;
-    p.scope = VK_SCOPE_SUBGROUP_KHR;
-  }
-  *count = n;
-  return n < matrices.size() ? VK_INCOMPLETE : VK_SUCCESS;
-}
-
-// One flexible configuration per listed one, its M, N, K the granularity (profile.h).
-VKAPI_ATTR VkResult VKAPI_CALL GetFlexibleDimensionsProperties(VkPhysicalDevice, uint32_t* count,
-                                                               VkCooperativeMatrixFlexibleDimensionsPropertiesNV* props) {
-  const auto& matrices = TheProfile().profile.matrices;
-  const size_t total = Flexible() ? matrices.size() : 0;
+  const size_t total = listed ? matrices.size() : 0;
   if (!props) {
     *count = static_cast<uint32_t>(total);
     return VK_SUCCESS;
   }
   const uint32_t n = std::min<uint32_t>(*count, static_cast<uint32_t>(total));
   for (uint32_t i = 0; i < n; ++i) {
-    const auto& m = matrices[i];
-    VkCooperativeMatrixFlexibleDimensionsPropertiesNV& p = props[i];
+    const MatrixConfig& m = matrices[i];
+    Props& p = props[i];
     void* keep = p.pNext;
-    p = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV, keep};
-    p.MGranularity = m.m;
-    p.NGranularity = m.n;
-    p.KGranularity = m.k;
+    p = {};
+    p.sType = type;
+    p.pNext = keep;
+    sizes(p, m);
     p.AType = static_cast<VkComponentTypeKHR>(m.aType);
     p.BType = static_cast<VkComponentTypeKHR>(m.bType);
     p.CType = static_cast<VkComponentTypeKHR>(m.cType);
     p.ResultType = static_cast<VkComponentTypeKHR>(m.resultType);
     p.saturatingAccumulation = m.saturating;
     p.scope = VK_SCOPE_SUBGROUP_KHR;
-    p.workgroupInvocations = 0;
   }
   *count = n;
   return n < total ? VK_INCOMPLETE : VK_SUCCESS;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL GetCooperativeMatrixProperties(VkPhysicalDevice, uint32_t* count,
+                                                              VkCooperativeMatrixPropertiesKHR* props) {
+  return ListMatrices<VkCooperativeMatrixPropertiesKHR>(
+      true, count, props, VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR,
+      [](VkCooperativeMatrixPropertiesKHR& p, const MatrixConfig& m) {
+        p.MSize = m.m;
+        p.NSize = m.n;
+        p.KSize = m.k;
+      });
+}
+
+// One flexible configuration per listed one, its M, N, K the granularity (profile.h).
+VKAPI_ATTR VkResult VKAPI_CALL GetFlexibleDimensionsProperties(VkPhysicalDevice, uint32_t* count,
+                                                               VkCooperativeMatrixFlexibleDimensionsPropertiesNV* props) {
+  return ListMatrices<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+      Flexible(), count, props, VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV,
+      [](VkCooperativeMatrixFlexibleDimensionsPropertiesNV& p, const MatrixConfig& m) {
+        p.MGranularity = m.m;
+        p.NGranularity = m.n;
+        p.KGranularity = m.k;
+      });
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevice pd, const char* layer, uint32_t* count,
