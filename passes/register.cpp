@@ -456,6 +456,33 @@ uint32_t EmitPairExchange(Builder& b, const FunctionState& fs, const GatherPlan&
   return result;
 }
 
+// Element `index` (a uint id) of the `count` values element(i) of `type`: the value
+// itself for a constant index, else a load from a Function array of all of them,
+// built once (a per-lane index: the sender picks for its receiver).
+class ElementPicker {
+ public:
+  ElementPicker(Builder& b, uint32_t count, uint32_t type, std::function<uint32_t(uint32_t)> element)
+      : b_(b), count_(count), type_(type), element_(std::move(element)) {}
+  uint32_t operator()(uint32_t index) {
+    TypeManager& t = b_.types();
+    if (auto constant = t.ConstantValue(index)) return element_(*constant % count_);
+    if (!array_) {
+      std::vector<uint32_t> all;
+      for (uint32_t i = 0; i < count_; ++i) all.push_back(element_(i));
+      const uint32_t arrayType = t.UndecoratedArray(type_, b_.U(count_));
+      array_ = b_.Variable(arrayType);
+      b_.EmitVoid(spv::Op::OpStore, {array_, b_.Emit(spv::Op::OpCompositeConstruct, arrayType, all)});
+    }
+    return b_.Emit(spv::Op::OpLoad, type_, {b_.ElementPointer(array_, type_, index)});
+  }
+
+ private:
+  Builder& b_;
+  uint32_t count_, type_;
+  std::function<uint32_t(uint32_t)> element_;
+  uint32_t array_ = 0;
+};
+
 // Rounds t and t ^ (1 << p) of a gather can share one 32-bit shuffle of 16-bit
 // values when they read the same sending lane (B(p) == 0) and, in that lane,
 // source elements that differ in one index bit q (D(p) == 1 << q) that no lane
@@ -491,18 +518,7 @@ uint32_t EmitSharedWordGather(Builder& b, const FunctionState& fs, const GatherP
     const uint32_t low = SpreadBits(w, 1u << q);
     return pack(value(low), value(low | 1u << q));
   };
-  uint32_t wordArray = 0;
-  auto fetch = [&](uint32_t index) {
-    if (auto constant = t.ConstantValue(index)) return word(*constant % words);
-    if (!wordArray) {
-      std::vector<uint32_t> all;
-      for (uint32_t w = 0; w < words; ++w) all.push_back(word(w));
-      const uint32_t arrayType = t.UndecoratedArray(t.Uint(), b.U(words));
-      wordArray = b.Variable(arrayType);
-      b.EmitVoid(spv::Op::OpStore, {wordArray, b.Emit(spv::Op::OpCompositeConstruct, arrayType, all)});
-    }
-    return b.Emit(spv::Op::OpLoad, t.Uint(), {b.ElementPointer(wordArray, t.Uint(), index)});
-  };
+  ElementPicker fetch(b, words, t.Uint(), word);
   const std::vector<uint32_t>& indexLanes = plan.identityLanes ? plan.laneIndex : plan.senderIndex;
   std::vector<uint32_t> wordLanes;  // the lane part of the sender's word index
   for (uint32_t image : indexLanes) wordLanes.push_back(SqueezeBits(image, 1u << q));
@@ -523,18 +539,26 @@ uint32_t EmitSharedWordGather(Builder& b, const FunctionState& fs, const GatherP
     const uint32_t moved = plan.identityLanes
                                ? ShuffleXor(b, fetch(index), bt)
                                : Shuffle(b, fetch(index), b.Xor(XorBits(b, fs.lane, plan.laneSource), b.U(bt)));
-    const uint32_t pair = b.Emit(spv::Op::OpBitcast, pairType, {moved});
     // Round `round` reads element k, round | 1 << p element k ^ 1 << q: the word's other half.
     const uint32_t half = k >> q & 1;
+    if (destWords) {  // the word as received, its halves swapped where round's element is the high one
+      const uint32_t destWord = b.Xor(XorBits(b, fs.lane, destWordLanes), b.U(SqueezeBits(round, 1u << p)));
+      uint32_t stored = moved;
+      if (half) {
+        const uint32_t pair = b.Emit(spv::Op::OpBitcast, pairType, {moved});
+        stored = pack(b.Emit(spv::Op::OpCompositeExtract, valueType, {pair, 1}),
+                      b.Emit(spv::Op::OpCompositeExtract, valueType, {pair, 0}));
+      }
+      b.EmitVoid(spv::Op::OpStore, {b.ElementPointer(destVar, t.Uint(), destWord), stored});
+      continue;
+    }
+    const uint32_t pair = b.Emit(spv::Op::OpBitcast, pairType, {moved});
     uint32_t mine = b.Emit(spv::Op::OpCompositeExtract, valueType, {pair, half});
     uint32_t partner = b.Emit(spv::Op::OpCompositeExtract, valueType, {pair, half ^ 1});
     if (after) mine = after(mine), partner = after(partner);
     received[round] = mine;
     received[round | 1u << p] = partner;
-    if (destWords) {
-      const uint32_t destWord = b.Xor(XorBits(b, fs.lane, destWordLanes), b.U(SqueezeBits(round, 1u << p)));
-      b.EmitVoid(spv::Op::OpStore, {b.ElementPointer(destVar, t.Uint(), destWord), half ? pack(mine, partner) : moved});
-    } else if (dynamicDest) {
+    if (dynamicDest) {
       for (uint32_t r : {round, round | 1u << p}) {
         const uint32_t destIndex = b.Xor(XorBits(b, fs.lane, plan.laneDestOffset), b.U(r));
         b.EmitVoid(spv::Op::OpStore, {b.ElementPointer(destVar, destComponent, destIndex), received[r]});
@@ -561,34 +585,26 @@ uint32_t EmitSharedWordGather(Builder& b, const FunctionState& fs, const GatherP
   return result;
 }
 
+// SharedWordRounds where packing pays: a general shuffle (or a widened one) costs the
+// same for one value as for a pair.
+std::optional<std::pair<uint32_t, uint32_t>> SharedWords(const Context& c, const GatherPlan& plan, uint32_t valueType) {
+  if (plan.pairs || c.types.ScalarWidth(valueType) != 16 || !plan.NeedsShuffle()) return std::nullopt;
+  if (plan.identityLanes && c.options.subgroupExtendedTypes) return std::nullopt;  // native 16-bit XOR shuffles fold into DPP
+  return SharedWordRounds(plan);
+}
+
 }  // namespace
 
 bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueType) {
-  // A general shuffle (or a widened one) costs the same for one value as for a pair.
-  if (plan.pairs || c.types.ScalarWidth(valueType) != 16 || !plan.NeedsShuffle()) return false;
-  if (plan.identityLanes && c.options.subgroupExtendedTypes) return false;  // native 16-bit XOR shuffles fold into DPP
-  return SharedWordRounds(plan).has_value();
+  return SharedWords(c, plan, valueType).has_value();
 }
 
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
   TypeManager& t = b.types();
-  if (GatherSharesWords(b.context(), plan, valueType)) {
-    const auto [p, q] = *SharedWordRounds(plan);
-    return EmitSharedWordGather(b, fs, plan, p, q, value, valueType, after, destType, resultId);
-  }
-  uint32_t arrayVar = 0;
-  auto fetch = [&](uint32_t index) {
-    if (auto constant = t.ConstantValue(index)) return value(*constant % plan.sourceLength);
-    if (!arrayVar) {  // every source element, for a per-lane index
-      std::vector<uint32_t> elements;
-      for (uint32_t i = 0; i < plan.sourceLength; ++i) elements.push_back(value(i));
-      const uint32_t arrayType = t.UndecoratedArray(valueType, b.U(plan.sourceLength));
-      arrayVar = b.Variable(arrayType);
-      b.EmitVoid(spv::Op::OpStore, {arrayVar, b.Emit(spv::Op::OpCompositeConstruct, arrayType, elements)});
-    }
-    return b.Emit(spv::Op::OpLoad, valueType, {b.ElementPointer(arrayVar, valueType, index)});
-  };
+  if (const auto shared = SharedWords(b.context(), plan, valueType))
+    return EmitSharedWordGather(b, fs, plan, shared->first, shared->second, value, valueType, after, destType, resultId);
+  ElementPicker fetch(b, plan.sourceLength, valueType, value);
   const bool dynamicDest = plan.DynamicDest();
   const uint32_t destVar = dynamicDest ? b.Variable(destType) : 0;
   const uint32_t destComponent = t.GlobalDef(destType)->Operand(0);

@@ -27,6 +27,7 @@ import argparse
 import csv
 import io
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -219,7 +220,6 @@ def check_budget(args):
     (LDS above its own bytes) would not fit beside the tight one's own bytes in the
     device's 64 KiB, the tight one must take none (LDS equal to its own); and that
     must happen at least once per pair, or the check proved nothing."""
-    import re
     status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules])
     failures = creation_failures(rows, lambda r: r["module"])
     by_pair = {}

@@ -7,12 +7,12 @@
 // layout's own map, so a builder that only works for the built-in tables fails.
 //
 // The seed is printed; COOPMAT_RANDOM_LAYOUT_SEED repeats a run.
-#include <functional>
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
 #include <bit>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <string>
