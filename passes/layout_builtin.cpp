@@ -129,8 +129,10 @@ std::optional<Formula> NvidiaMmaFormula(const LayoutKey& k) {
     return Formula{8, [](const LayoutKey&, uint32_t L, uint32_t i) {
                      return Coord{4 * (L & 3) + (i & 3) + 16 * (i >> 2), L >> 2};
                    }};
+  // 32x16: two 32x8 B operands, elements 0-7 the first (NAK passes them to two 16x8
+  // multiplies in that order), so index bit 2 moves K by 16 and bit 3 N by 8.
   return Formula{16, [](const LayoutKey&, uint32_t L, uint32_t i) {
-                   return Coord{4 * (L & 3) + (i & 3) + 16 * (i >> 3), (L >> 2) + 8 * ((i >> 2) & 1)};
+                   return Coord{4 * (L & 3) + (i & 3) + 16 * ((i >> 2) & 1), (L >> 2) + 8 * (i >> 3)};
                  }};
 }
 

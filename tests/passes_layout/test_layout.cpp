@@ -75,8 +75,9 @@ Coord MfmaF64x4(const LayoutKey&, uint32_t L, uint32_t) {
 
 // ---- PTX ISA "Matrix Fragments for mma.m16n8k16 / m16n8k32", groupID = L >> 2,
 // threadID_in_group = L % 4; KHR matrices wider than one n8 tile as NAK combines them:
-// 16-bit B and all accumulators by tile = i / 4 over N, 8-bit 32x16 B by i bit 2 over N
-// and i bit 3 over K.
+// 16-bit B and all accumulators by tile = i / 4 over N, 8-bit 32x16 B by i bit 2 over K
+// and i bit 3 over N (two 32x8 operands, elements 0-7 the first: nak_nir_lower_cmat.c's
+// lower_cmat_muladd splits a 16x16 result into two 16x8 multiplies so).
 Coord MmaA16(const LayoutKey&, uint32_t L, uint32_t i) {
   const uint32_t group = L >> 2, thread = L % 4;
   return {group + (i % 4 >= 2 ? 8 : 0), thread * 2 + (i % 2) + (i >= 4 ? 8 : 0)};
@@ -98,10 +99,9 @@ Coord MmaB8x8(const LayoutKey&, uint32_t L, uint32_t i) {  // 32x8: one n8 tile
   const uint32_t group = L >> 2, thread = L % 4;
   return {thread * 4 + (i % 4) + (i >= 4 ? 16 : 0), group};
 }
-Coord MmaB8x16(const LayoutKey&, uint32_t L, uint32_t i) {  // 32x16
-  const uint32_t group = L >> 2, thread = L % 4;
-  const bool low = i < 4 || (i >= 8 && i < 12);
-  return {thread * 4 + (i % 4) + (i >= 8 ? 16 : 0), group + (low ? 0 : 8)};
+Coord MmaB8x16(const LayoutKey&, uint32_t L, uint32_t i) {  // 32x16: two 32x8 tiles, one after the other
+  const uint32_t group = L >> 2, thread = L % 4, tile = i / 8, j = i % 8;
+  return {thread * 4 + (j % 4) + (j >= 4 ? 16 : 0), 8 * tile + group};
 }
 
 Expectation Expected(DriverFamily family, const LayoutKey& k) {
