@@ -190,6 +190,43 @@ void Builder::Loop(uint32_t begin, uint32_t end, uint32_t step, const std::funct
   if (function_.blocks[block_].Label() != merge) Fail("internal error: loop merge block misplaced");
 }
 
+void Builder::While(const std::function<uint32_t()>& condition, const std::function<void()>& body) {
+  const uint32_t merge = SplitBlock();
+  const uint32_t header = context_.module.TakeId();
+  const uint32_t test = context_.module.TakeId();
+  const uint32_t bodyLabel = context_.module.TakeId();
+  const uint32_t continueLabel = context_.module.TakeId();
+  EmitVoid(spv::Op::OpBranch, {header});
+  // Header: the merge declaration only; the test gets a block of its own, where its code goes.
+  auto block = [](std::vector<ir::Instruction> instructions) {
+    ir::Block made;
+    made.instructions = std::move(instructions);
+    return made;
+  };
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1,
+                          block({ir::Instruction(spv::Op::OpLabel, 0, header, {}),
+                                 ir::Instruction(spv::Op::OpLoopMerge, 0, 0,
+                                                 {merge, continueLabel, static_cast<uint32_t>(spv::LoopControlMask::MaskNone)}),
+                                 ir::Instruction(spv::Op::OpBranch, 0, 0, {test})}));
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 2,
+                          block({ir::Instruction(spv::Op::OpLabel, 0, test, {})}));
+  block_ += 2;
+  index_ = 1;
+  const uint32_t keepGoing = condition();
+  EmitVoid(spv::Op::OpBranchConditional, {keepGoing, bodyLabel, merge});
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1,
+                          block({ir::Instruction(spv::Op::OpLabel, 0, bodyLabel, {})}));
+  ++block_;
+  index_ = 1;
+  body();
+  EmitVoid(spv::Op::OpBranch, {continueLabel});
+  function_.blocks.insert(function_.blocks.begin() + static_cast<ptrdiff_t>(block_) + 1,
+                          block({ir::Instruction(spv::Op::OpLabel, 0, continueLabel, {}), ir::Instruction(spv::Op::OpBranch, 0, 0, {header})}));
+  block_ += 2;  // the merge block follows the continue block
+  index_ = 1;
+  if (function_.blocks[block_].Label() != merge) Fail("internal error: loop merge block misplaced");
+}
+
 uint32_t Builder::Fold(spv::Op op, uint32_t a, uint32_t b) {
   TypeManager& t = context_.types;
   auto x = t.ConstantValue(a), y = t.ConstantValue(b);

@@ -195,6 +195,9 @@ class Builder {
               const std::function<void()>& otherwise);
   // for (i = begin; i < end; i += step) body(i), as a structured loop.
   void Loop(uint32_t begin, uint32_t end, uint32_t step, const std::function<void(uint32_t)>& body);
+  // while (condition()) body(), as a structured loop: `condition` emits the test (a bool
+  // id) at the top of every iteration, so it may read what the body changed.
+  void While(const std::function<uint32_t()>& condition, const std::function<void()>& body);
 
   // uint arithmetic, folded when both operands are plain constants.
   uint32_t Add(uint32_t a, uint32_t b);
