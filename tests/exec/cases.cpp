@@ -60,10 +60,11 @@ std::string Run(const Env& env, const GetCoordCase& c, const std::string& target
   const size_t n = grid.matrices(), elems = size_t(c.rows) * c.cols;
   const Range range = FullRange(c.type);
   const std::vector<Matrix> in = RandomMatrices(n, c.type, c.rows, c.cols, 7, range.lo, range.hi, range.step);
-  std::vector<Bytes> buffers = {Pack(in, c.columnMajor),
-                                cmtest::ToBytes(std::vector<uint32_t>(n * elems, 0xdeadbeefu)),
+  std::vector<uint32_t> bounds(2 * n * elems, 0xffffffffu);  // the least bits written, then the greatest
+  std::fill(bounds.begin() + static_cast<ptrdiff_t>(n * elems), bounds.end(), 0u);
+  std::vector<Bytes> buffers = {Pack(in, c.columnMajor), cmtest::ToBytes(bounds),
                                 cmtest::ToBytes(std::vector<uint32_t>(n * elems, 0)),
-                                cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
+                                cmtest::ToBytes(std::vector<uint32_t>{0, 0, static_cast<uint32_t>(n * elems)})};
   cmtest::ComputeJob job;
   job.spirv = LoadShader(c.Name(), targetEnv);
   job.specialization.push_back({3, c.columnMajor ? 1u : 0u});
@@ -87,12 +88,13 @@ std::string Run(const Env& env, const GetCoordCase& c, const std::string& target
     for (uint32_t r = 0; r < c.rows; ++r)
       for (uint32_t col = 0; col < c.cols; ++col) {
         const size_t i = k * elems + size_t(r) * c.cols + col;
+        const uint32_t least = bits[i], greatest = bits[n * elems + i], want = Bits(c.type, in[k].at(r, col));
         if (count[i] != replicas) {
           if (wrongCount++ == 0) first << " (" << r << "," << col << ") written " << count[i] << " times;";
-        } else if (bits[i] != Bits(c.type, in[k].at(r, col))) {
+        } else if (least != want || greatest != want) {
           if (wrongValue++ == 0)
-            first << " (" << r << "," << col << ") holds 0x" << std::hex << bits[i] << " want 0x"
-                  << Bits(c.type, in[k].at(r, col)) << std::dec << ";";
+            first << " (" << r << "," << col << ") written from 0x" << std::hex << least << " to 0x" << greatest
+                  << " want 0x" << want << std::dec << ";";
         }
       }
     if (wrongCount || wrongValue)

@@ -12,9 +12,15 @@ namespace exec {
 
 // The shape of a (use, t) matrix on env's device (Env::Shape); where the device lists
 // none (a type the virtual device's profile lacks), a warning says what does not run.
+// Warns that something does not run on this device, and counts why (CountNotRun).
+inline void WarnNotRun(const std::string& what, const std::string& reason) {
+  CountNotRun(reason);
+  WARN(kNotRun << (what.empty() ? "" : what + ": ") << reason);
+}
+
 inline std::optional<Dims> ShapeOrWarn(const Env& env, Use use, T t) {
   const std::optional<Dims> shape = env.Shape(use, t);
-  if (!shape) WARN("not run: the device lists no " << Name(use) << " " << Name(t) << " matrix");
+  if (!shape) WarnNotRun("", std::string("the device lists no ") + Name(use) + " " + Name(t) + " matrix");
   return shape;
 }
 
@@ -27,8 +33,10 @@ inline std::optional<ConvertCase> Conversion(const Env& env, Use use, T t, Use u
   const Dims result = transpose ? Dims{from->cols, from->rows} : *from;
   const std::optional<Dims> to = env.Shape(use2, t2);
   if (!to || (env.onVirtualDevice() && *to != result)) {
-    WARN("not run: the device lists no " << Name(use2) << " " << Name(t2) << " " << result.rows << "x" << result.cols
-                                         << " matrix to convert " << Name(use) << " " << Name(t) << " into");
+    std::ostringstream why;
+    why << "the device lists no " << Name(use2) << " " << Name(t2) << " " << result.rows << "x" << result.cols
+        << " matrix to convert " << Name(use) << " " << Name(t) << " into";
+    WarnNotRun("", why.str());
     return std::nullopt;
   }
   return ConvertCase{use, t, from->rows, from->cols, use2, t2, transpose, appShared};
@@ -52,14 +60,16 @@ inline std::vector<ConvertCase> Listed(const Env& env, const std::vector<Convert
 inline std::optional<MulAddCase> ListedMulAdd(const Env& env, const std::string& mode, T a, T c) {
   const auto mnk = env.MulAddShape(a, c);
   if (!mnk) {
-    WARN("not run: the device lists no MulAdd of " << Name(a) << " into " << Name(c));
+    WarnNotRun("", std::string("the device lists no MulAdd of ") + Name(a) + " into " + Name(c));
     return std::nullopt;
   }
   const auto [m, n, k] = *mnk;
   const Dims source = mode == "transposed" ? Dims{k, m} : Dims{m, k};
   if (env.Shape(Use::Acc, c) != source) {
-    WARN("not run: muladd_" << mode << " needs a " << source.rows << "x" << source.cols << " " << Name(c)
-                            << " accumulator, which the device does not list");
+    std::ostringstream why;
+    why << "muladd_" << mode << " needs a " << source.rows << "x" << source.cols << " " << Name(c)
+        << " accumulator, which the device does not list";
+    WarnNotRun("", why.str());
     return std::nullopt;
   }
   return MulAddCase{mode, a, c, m, n, k};
@@ -69,7 +79,7 @@ inline std::optional<MulAddCase> ListedMulAdd(const Env& env, const std::string&
 // then a warning names it.
 inline bool WarnedNotRun(const std::string& what, const std::string& result) {
   if (result.rfind(kNotRun, 0) != 0) return false;
-  WARN(kNotRun << what << ": " << result.substr(std::string(kNotRun).size()));
+  WarnNotRun(what, result.substr(std::string(kNotRun).size()));
   return true;
 }
 

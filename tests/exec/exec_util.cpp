@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -230,7 +232,7 @@ const VirtualDevice& TheVirtualDevice() {
     VirtualDevice d;
     const char* path = std::getenv("COOPMAT_VIRTUAL_PROFILE");
     d.on = path && *path;
-    if (d.on) d.profile = coopmat::virt::ReadProfileFile(path);
+    if (d.on) d.profile = coopmat::virt::ReadConfiguredProfile();
     return d;
   }();
   return device;
@@ -249,7 +251,7 @@ bool IsRewrittenLine(const std::string& line) {
 }
 
 std::string Unavailable(const EnvOptions& options) {
-  if (options.allPaths && TheVirtualDevice().on) return "the virtual device hides VK_EXT_shader_object";
+  if (options.shaderObject && TheVirtualDevice().on) return "the virtual device hides VK_EXT_shader_object";
   if (!options.flex || !TheVirtualDevice().on) return "";
   // Without the layer, flexible-dimension tests exercise lavapipe's own NV operations.
   if (!options.layer) return "the virtual device emulates none of VK_NV_cooperative_matrix2's operations";
@@ -319,7 +321,8 @@ Env::Env(const EnvOptions& options) {
   dopt.enableMaintenance1 = options.layer;
   dopt.chainMaintenance1Features = options.layer;
   dopt.enableNvCoopmat2 = options.flex;
-  dopt.enableMaintenance5 = dopt.enableShaderObject = options.allPaths;
+  dopt.enableMaintenance5 = options.inlineStage;
+  dopt.enableShaderObject = options.shaderObject;
   device_ = std::make_unique<cmtest::Device>(*instance_, dopt);
   if (instance_->ok()) {
     VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
@@ -372,9 +375,9 @@ std::optional<Dims> Env::Shape(Use use, T t) const {
 
 uint32_t Env::Replicas(Use use, T t, uint32_t rows, uint32_t cols) const {
   if (!onVirtualDevice()) return 1;
-  const coopmat::LinearLayout* layout =
+  const auto layout =
       TheVirtualDevice().profile.profile.FindLayout({VkComponentType(t), static_cast<uint32_t>(use), rows, cols, subgroupSize_});
-  return layout ? subgroupSize_ * layout->length / (rows * cols) : 1;
+  return layout ? layout->Replicas() : 1;
 }
 
 std::optional<std::array<uint32_t, 3>> Env::MulAddShape(T a, T c) const {
@@ -437,8 +440,36 @@ std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env
   return words;
 }
 
+namespace {
+struct Tally {
+  std::mutex mutex;
+  size_t ran = 0;
+  std::map<std::string, size_t> notRun;
+};
+Tally& TheTally() {
+  static Tally tally;
+  return tally;
+}
+}  // namespace
+
+void CountNotRun(const std::string& reason) {
+  std::lock_guard lock(TheTally().mutex);
+  ++TheTally().notRun[reason];
+}
+
+void PrintRunTally() {
+  std::lock_guard lock(TheTally().mutex);
+  std::printf("exec tally: ran %zu\n", TheTally().ran);
+  for (const auto& [reason, count] : TheTally().notRun) std::printf("exec tally: not run %zu: %s\n", count, reason.c_str());
+  std::fflush(stdout);
+}
+
 std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, std::vector<Bytes>& buffers) {
-  if (job.spirv.empty()) return "shader missing or empty";
+  // The suite builds its shaders for the shapes of lavapipe, RADV, CDNA3 and NVIDIA and a
+  // few of Intel's; a virtual device with other shapes does not run the rest.
+  if (job.spirv.empty())
+    return env.onVirtualDevice() ? std::string(kNotRun) + "no shader variant is built for the device's shape"
+                                 : "shader missing or empty";
   if (grid.literalLocalSize && env.subgroupSize() != 8)
     return std::string(kNotRun) + "a literal local size is written for subgroups of 8, the device runs " +
            std::to_string(env.subgroupSize());
@@ -452,6 +483,10 @@ std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, s
   const size_t before = env.instance().messages().size();
   const size_t logBefore = env.onVirtualDevice() ? VirtualLog().size() : 0;
   const cmtest::ComputeResult r = cmtest::RunCompute(env.device(), job, buffers);
+  if (r) {
+    std::lock_guard lock(TheTally().mutex);
+    ++TheTally().ran;
+  }
   std::vector<std::string> logged;
   if (env.onVirtualDevice()) {
     logged = VirtualLog();

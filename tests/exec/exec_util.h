@@ -93,7 +93,8 @@ struct EnvOptions {
   bool flex = false;
   bool layer = true;
   cmtest::Validation validation = cmtest::Validation::Off;
-  bool allPaths = false;  // also VK_KHR_maintenance5 (inline stage code) and VK_EXT_shader_object
+  bool inlineStage = false;   // also VK_KHR_maintenance5 (SPIR-V chained into the stage)
+  bool shaderObject = false;  // also VK_EXT_shader_object
 };
 
 // The virtual device: whether COOPMAT_VIRTUAL_PROFILE names a profile (the suite then
@@ -158,7 +159,10 @@ class Env {
 // its options cannot run (Unavailable).
 #define EXEC_ENV(name, ...)                                                                 \
   const ::exec::EnvOptions name##Options{__VA_ARGS__};                                      \
-  if (const std::string why = ::exec::Unavailable(name##Options); !why.empty()) SKIP(why); \
+  if (const std::string why = ::exec::Unavailable(name##Options); !why.empty()) {            \
+    ::exec::CountNotRun("a test case: " + why);                                             \
+    SKIP(why);                                                                              \
+  }                                                                                         \
   ::exec::Env name{name##Options};                                                          \
   INFO("environment: " << name.Problem());                                                  \
   REQUIRE(name.Problem().empty())
@@ -202,5 +206,12 @@ struct Grid {
 // Runs job (spec constant 0 set from grid) and returns "" or a failure description.
 // On the virtual device a pipeline it did not rewrite is a failure.
 std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, std::vector<Bytes>& buffers);
+
+// What the suite ran: every Dispatch that executed, and every run or case the device could
+// not run, by reason. The virtual lanes check both against a floor and an allow-list of
+// reasons (tests/virtual/exec_lane.py), so that a lane cannot pass having run little.
+void CountNotRun(const std::string& reason);
+// "exec tally: ran N", then "exec tally: not run K: <reason>" per reason (stdout).
+void PrintRunTally();
 
 }  // namespace exec

@@ -86,11 +86,13 @@ Matrix Convert(const Matrix& m, T to, bool transpose, bool saturated) {
 
 Matrix MulAdd(const Matrix& a, const Matrix& b, const Matrix& c) {
   Matrix out(c.type, c.rows, c.cols);
+  // A bfloat16 accumulator has no arithmetic of its own: binary32 sums, rounded once at the end.
+  const T sums = EncodedFormat(c.type) ? T::F32 : c.type;
   for (uint32_t i = 0; i < c.rows; ++i)
     for (uint32_t j = 0; j < c.cols; ++j) {
       double acc = c.at(i, j);
-      for (uint32_t k = 0; k < a.cols; ++k) acc = Wrap(c.type, acc + Wrap(c.type, a.at(i, k) * b.at(k, j)));
-      out.at(i, j) = acc;
+      for (uint32_t k = 0; k < a.cols; ++k) acc = Wrap(sums, acc + Wrap(sums, a.at(i, k) * b.at(k, j)));
+      out.at(i, j) = Wrap(c.type, acc);
     }
   return out;
 }

@@ -3,9 +3,10 @@
 // accumulator, transposes, fp8 with and without saturation), GetCoordinate and
 // PerElementOp. Lavapipe has neither type, so they run on the virtual device's GFX12
 // profiles (tests/virtual), which list them as A and B of 16x16x16 with f32
-// accumulators; elsewhere each says "not run". Where the device lists the type, every
-// case of it must run. Reduce is not here: it takes accumulators only, and no device
-// lists bfloat16 or fp8 accumulators (nor does the virtual device emulate them).
+// accumulators; elsewhere each says "not run". Where the device lists the type in square
+// configurations as RADV does, every case of it must run (Intel's 8x8x16 and 8x16x16 A,
+// B and accumulators differ in shape, so conversions between them do not exist). Reduce
+// is not here: it takes accumulators, which only Intel Xe2 lists in bfloat16.
 #include "cases.h"
 
 #include <catch2/catch_test_macros.hpp>
@@ -17,8 +18,12 @@ using namespace exec;
 namespace {
 const T kEncoded[] = {T::BF16, T::E4M3, T::E5M2};
 
-// Whether the device lists t as a matrix component type (A is where RADV has them all).
-bool Lists(const Env& env, T t) { return env.Shape(Use::A, t).has_value(); }
+// Whether the device lists t as A and B of one square shape with an f32 accumulator of that
+// shape too (RADV GFX12's 16x16x16), so that every case below has both sides.
+bool Lists(const Env& env, T t) {
+  const auto a = env.Shape(Use::A, t);
+  return a && a == env.Shape(Use::B, t) && a == env.Shape(Use::Acc, T::F32);
+}
 }  // namespace
 
 TEST_CASE("bfloat16 and fp8 conversions", "[exec][convert][encoded]") {

@@ -1,8 +1,14 @@
 // The CPU reference checked against hand-computed values, so that the
 // execution tests compare the GPU with something known to be right.
+#include "exec_util.h"
 #include "reference.h"
 
 #include <catch2/catch_test_macros.hpp>
+#include <catch2/reporters/catch_reporter_event_listener.hpp>
+#include <catch2/reporters/catch_reporter_registrars.hpp>
+
+#include <cmath>
+#include <cstring>
 
 using namespace exec;
 
@@ -116,4 +122,72 @@ TEST_CASE("reference: compare reports mismatches", "[exec][reference]") {
   b.at(0, 1) = 3;
   CHECK(Compare(b, a).find("(0,1) got 3 want 2") != std::string::npos);
   CHECK_FALSE(Compare(Make(T::F32, 2, 1, {1, 2}), a).empty());
+}
+
+namespace {
+// The suite's tally (exec_util.h) once every test case has run: the virtual lanes read it.
+class PrintTallyAtEnd : public Catch::EventListenerBase {
+ public:
+  using Catch::EventListenerBase::EventListenerBase;
+  void testRunEnded(const Catch::TestRunStats&) override { exec::PrintRunTally(); }
+};
+CATCH_REGISTER_LISTENER(PrintTallyAtEnd)
+}  // namespace
+
+// The CPU reference's bfloat16 and fp8 values against their published encodings (OCP 8-bit
+// floating point specification 1.0 for E4M3 and E5M2; bfloat16 as binary32's high half,
+// rounded to nearest even): a table written from the formats' definitions, not from
+// passes/ieee_float, which the reference and the virtual device's self-checks both use.
+TEST_CASE("reference: bfloat16 and fp8 encodings are the published ones", "[exec][reference]") {
+  struct Case {
+    T type;
+    double value;
+    uint32_t bits;          // Bits(type, value): round to nearest even, overflow as the format says
+    uint32_t saturatedBits;  // the same under SaturatedToLargestFloat8NormalConversionEXT (fp8 only)
+  };
+  auto f32 = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return static_cast<double>(f);
+  };
+  const Case cases[] = {
+      {T::E4M3, 448.0, 0x7E, 0x7E},             // the largest finite E4M3: S.1111.110
+      {T::E4M3, -448.0, 0xFE, 0xFE},
+      {T::E4M3, 1.0, 0x38, 0x38},               // exponent bias 7
+      {T::E4M3, 0.015625, 0x08, 0x08},          // 2^-6, the smallest normal
+      {T::E4M3, 0.001953125, 0x01, 0x01},       // 2^-9, the smallest subnormal
+      {T::E4M3, 1.0625, 0x38, 0x38},            // halfway between 1 and 1.125: to the even mantissa
+      {T::E4M3, 1.1875, 0x3A, 0x3A},            // halfway between 1.125 and 1.25: to 1.25
+      {T::E4M3, 500.0, 0x7F, 0x7E},             // overflow: NaN (E4M3 has no infinity), or 448
+      {T::E5M2, 57344.0, 0x7B, 0x7B},           // the largest finite E5M2
+      {T::E5M2, 1.0, 0x3C, 0x3C},               // exponent bias 15
+      {T::E5M2, 0.00006103515625, 0x04, 0x04},  // 2^-14, the smallest normal
+      {T::E5M2, 0.0000152587890625, 0x01, 0x01},  // 2^-16, the smallest subnormal
+      {T::E5M2, 1.125, 0x3C, 0x3C},             // halfway between 1 and 1.25: to the even mantissa
+      {T::E5M2, 70000.0, 0x7C, 0x7B},           // overflow: infinity, or 57344
+      {T::E5M2, -70000.0, 0xFC, 0xFB},
+      {T::BF16, 1.0, 0x3F80, 0x3F80},
+      {T::BF16, f32(0x3F808000), 0x3F80, 0x3F80},  // a tie: to the even 0x3F80
+      {T::BF16, f32(0x3F818000), 0x3F82, 0x3F82},  // a tie: to the even 0x3F82
+      {T::BF16, f32(0x3F808001), 0x3F81, 0x3F81},  // just above the tie
+      {T::BF16, f32(0x7F7F0000), 0x7F7F, 0x7F7F},  // the largest finite bfloat16
+      {T::BF16, f32(0x7F7FFFFF), 0x7F80, 0x7F80},  // rounds up past it: infinity (bfloat16 does not saturate)
+  };
+  for (const Case& c : cases) {
+    INFO(Name(c.type) << " " << c.value);
+    CHECK(Bits(c.type, c.value) == c.bits);
+    if (c.type != T::BF16) CHECK(Bits(c.type, WrapSaturated(c.type, c.value)) == c.saturatedBits);
+  }
+  // Decoding: every finite code above back to its value.
+  std::byte raw[2] = {};
+  raw[0] = std::byte{0x7E};
+  CHECK(Load(T::E4M3, raw) == 448.0);
+  raw[0] = std::byte{0x01};
+  CHECK(Load(T::E4M3, raw) == 0.001953125);
+  raw[0] = std::byte{0x7B};
+  CHECK(Load(T::E5M2, raw) == 57344.0);
+  raw[0] = std::byte{0x7C};
+  CHECK(std::isinf(Load(T::E5M2, raw)));
+  raw[0] = std::byte{0x7F};
+  CHECK(std::isnan(Load(T::E4M3, raw)));
 }

@@ -120,14 +120,17 @@ TEST_CASE("specialization-constant tiles run at every specialization of one modu
     const auto mnk = env.MulAddShape(T::F16, T::F32);
     REQUIRE(mnk);
     const Tiles tiles{(*mnk)[0], (*mnk)[1], (*mnk)[2]};
-    REQUIRE(tiles.tn == tiles.tk);
-    for (const std::string& targetEnv : TargetEnvs())
-      for (const Grid& grid : {Grid{1, 2}, Grid{2, 2}}) {
-        const std::string result = RunSpecTiles(env, tiles, grid, targetEnv);
-        INFO("spec_tiles." << targetEnv << " " << tiles.tm << "x" << tiles.tn << "x" << tiles.tk << ", "
-                           << grid.subgroupsPerGroup << " subgroups/group: " << result);
-        CHECK(result.empty());
-      }
+    if (tiles.tn != tiles.tk) {
+      WarnNotRun("spec_tiles", "the device's f16 MulAdd has N != K, so P (M x N) cannot become an A (M x K)");
+    } else {
+      for (const std::string& targetEnv : TargetEnvs())
+        for (const Grid& grid : {Grid{1, 2}, Grid{2, 2}}) {
+          const std::string result = RunSpecTiles(env, tiles, grid, targetEnv);
+          INFO("spec_tiles." << targetEnv << " " << tiles.tm << "x" << tiles.tn << "x" << tiles.tk << ", "
+                             << grid.subgroupsPerGroup << " subgroups/group: " << result);
+          CHECK(result.empty());
+        }
+    }
   }
   EXEC_ENV(env, .flex = true);
   for (const std::string& targetEnv : TargetEnvs())
@@ -141,16 +144,30 @@ TEST_CASE("specialization-constant tiles run at every specialization of one modu
     }
 }
 
-TEST_CASE("specialization-constant tiles through inline stage code and shader objects", "[exec][specialization]") {
-  EXEC_ENV(env, .flex = true, .allPaths = true);
+namespace {
+// The spec-tiles kernel at 8x8x8 and 16x16x16 (flexible on lavapipe; a device's
+// granularity may rule one out: not run), made through `path`.
+void SpecTilesThrough(const Env& env, cmtest::ShaderPath path) {
   for (const std::string& targetEnv : TargetEnvs())
-    for (cmtest::ShaderPath path : {cmtest::ShaderPath::InlineStage, cmtest::ShaderPath::ShaderObject})
-      for (const Tiles& t : {Tiles{8, 8, 8}, Tiles{16, 16, 16}}) {
-        const std::string result = RunSpecTiles(env, t, Grid{2, 1}, targetEnv, path);
-        INFO("spec_tiles." << targetEnv << " path " << int(path) << " " << t.tm << "x" << t.tn << "x" << t.tk << ": "
-                           << result);
-        CHECK(result.empty());
-      }
+    for (const Tiles& t : {Tiles{8, 8, 8}, Tiles{16, 16, 16}}) {
+      const std::string result = RunSpecTiles(env, t, Grid{2, 1}, targetEnv, path);
+      std::ostringstream name;
+      name << "spec_tiles." << targetEnv << " path " << int(path) << " " << t.tm << "x" << t.tn << "x" << t.tk;
+      if (WarnedNotRun(name.str(), result)) continue;
+      INFO(name.str() << ": " << result);
+      CHECK(result.empty());
+    }
+}
+}  // namespace
+
+TEST_CASE("specialization-constant tiles through inline stage code", "[exec][specialization]") {
+  EXEC_ENV(env, .flex = true, .inlineStage = true);
+  SpecTilesThrough(env, cmtest::ShaderPath::InlineStage);
+}
+
+TEST_CASE("specialization-constant tiles through shader objects", "[exec][specialization]") {
+  EXEC_ENV(env, .flex = true, .shaderObject = true);
+  SpecTilesThrough(env, cmtest::ShaderPath::ShaderObject);
 }
 
 TEST_CASE("a specialization whose tile sizes do not match is refused at pipeline creation", "[exec][specialization][layer-only]") {

@@ -1,62 +1,111 @@
 #!/usr/bin/env python3
-"""The execution suite (tests/exec) through the product layer on the virtual device under
-one profile: every dispatch must have been rewritten by the virtual device (exec_util's
-Dispatch checks its log line), the run must pass, and it must have run pipelines.
+"""A program through the product layer on the virtual device under one profile: the
+execution suite (tests/exec) or a sample (samples/attention). Every dispatch must have been
+rewritten by the virtual device (exec_util's Dispatch checks its log line), nothing refused,
+the run must pass, and the product validates every module it rewrites (validate=true).
 
-  exec_lane.py <profile.txt> <scratch dir> <fraction> <coopmat_exec_tests> [catch args...]
+  exec_lane.py <profile.txt> <scratch dir> <fraction> <program> [args...]
 
-Each run checks a sample of the suite's runs (COOPMAT_EXEC_SAMPLE: `fraction` of them,
-at least one per CheckAll) drawn with a seed it prints; COOPMAT_VIRTUAL_SEED=<seed>
-draws the same sample again, fraction 1 runs everything (COOPMAT_VIRTUAL_FRACTION overrides
-the argument). The environment must put the
-product layer and the virtual device on the layer path (and may set the lowering)."""
+For the execution suite (coopmat_exec_tests) the lane also reads the suite's tally
+("exec tally:" lines, exec_util.h) and fails when it ran fewer dispatches than the floor
+lane_expectations.txt gives this profile and lowering, or when something did not run for
+a reason that file does not allow for the profile. It runs a sample of the suite
+(COOPMAT_EXEC_SAMPLE: `fraction` of each CheckAll's runs, at least one) drawn with a seed
+fixed per profile and lowering, so that CI runs the same sample every time; it is printed,
+COOPMAT_VIRTUAL_SEED=<seed> draws another, fraction 1 (or COOPMAT_VIRTUAL_FRACTION=1, the
+campaign) runs everything. The environment must put the product layer and the virtual
+device on the layer path and may set the lowering and COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE."""
 import os
-import random
 import re
 import shutil
 import subprocess
 import sys
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def read_expectations(profile_name, lowering):
+    """The floor of dispatches for this lane and the reasons it may give for not running something."""
+    floor, allowed = None, []
+    for number, line in enumerate(open(os.path.join(HERE, "lane_expectations.txt")), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        kind, rest = line.split(None, 1)
+        if kind == "floor":
+            profile, mode, runs = rest.split()
+            if re.fullmatch(profile, profile_name) and mode == lowering:
+                floor = int(runs)
+        elif kind == "allow":
+            profile, reason = rest.split(None, 1)
+            if re.fullmatch(profile, profile_name):
+                allowed.append((re.compile(reason), number))
+        else:
+            sys.exit(f"lane_expectations.txt:{number}: unknown line kind '{kind}'")
+    return floor, allowed
 
 
 def main():
-    profile, scratch, fraction, binary, *catch_args = sys.argv[1:]
+    profile, scratch, fraction, binary, *args = sys.argv[1:]
     fraction = os.environ.get("COOPMAT_VIRTUAL_FRACTION") or fraction  # scripts/virtual-campaign: 1
-    seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(random.randrange(1, 2**31))
+    lowering = os.environ.get("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto")
+    default_size = os.environ.get("COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE", "")
+    name = next(l.split()[1] for l in open(profile) if l.startswith("name "))
+    lane = f"{name}.{lowering}" + (f".default{default_size}" if default_size else "")
+    seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(zlib.crc32(lane.encode()) & 0x7fffffff)
+    suite = os.path.basename(binary).startswith("coopmat_exec_tests")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     log = os.path.join(scratch, "virtual.log")
     # A cache of its own: the product layer probes the virtual device's layouts afresh.
     env = dict(os.environ, COOPMAT_VIRTUAL_PROFILE=profile, COOPMAT_VIRTUAL_LOG=log, XDG_CACHE_HOME=scratch,
-               COOPMAT_EXEC_SAMPLE=f"{fraction}:{seed}")
-    lowering = os.environ.get("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto")
-    print(f"profile {os.path.basename(profile)}, lowering={lowering}, sample {fraction} with seed {seed} "
-          f"(COOPMAT_VIRTUAL_SEED={seed} draws it again)", flush=True)
+               COOPMAT_EXEC_SAMPLE=f"{fraction}:{seed}", VK_COOPMAT_MAINTENANCE1_VALIDATE="true")
+    print(f"lane {lane}: sample {fraction} with seed {seed} (COOPMAT_VIRTUAL_SEED={seed} draws it again)", flush=True)
     drawn = [l for l in open(profile) if l.startswith("# Drawn")]  # a random profile says how to draw it again
     print("".join(drawn), end="", flush=True)
-    run = subprocess.run([binary, *catch_args], env=env, capture_output=True, text=True, timeout=1800)
+    run = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=840)
     out = run.stdout + run.stderr
     lines = open(log).read().splitlines() if os.path.exists(log) else []
     rewritten = [l for l in lines if l.startswith("pipeline profile=")]
     others = [l for l in lines if not l.startswith("pipeline profile=")]
-    # Catch2 wraps a warning's message over indented lines; a blank line ends it.
-    not_run = sorted(set(" ".join(m.split()) for m in re.findall(r"^\s*(not run: .*?)\n\s*\n", out, re.M | re.S)))
+    past_length = sum(int(m) for m in re.findall(r"past_length_accesses=(\d+)", "\n".join(rewritten)))
     totals = re.findall(r"^(test cases:.*|assertions:.*|All tests passed.*)$", out, re.M)
     problems = []
     if run.returncode != 0:
-        problems.append(f"coopmat_exec_tests failed ({run.returncode})")
+        problems.append(f"{os.path.basename(binary)} failed ({run.returncode})")
     if not rewritten:
         problems.append("the virtual device rewrote no pipeline: nothing ran on it")
     if others:
         problems.append("the virtual device refused or failed pipelines:\n  " + "\n  ".join(others[:20]))
+    ran, not_run = None, []
+    if suite:
+        ran_lines = re.findall(r"^exec tally: ran (\d+)$", out, re.M)
+        not_run = [(int(count), reason) for count, reason in re.findall(r"^exec tally: not run (\d+): (.*)$", out, re.M)]
+        floor, allowed = read_expectations(name, lowering)
+        if not ran_lines:
+            problems.append("the suite printed no tally (it stopped before its end)")
+        else:
+            ran = int(ran_lines[-1])
+            if floor is None:
+                problems.append(f"lane_expectations.txt has no floor for {name} {lowering} (this run: {ran} dispatches)")
+            elif ran < floor:
+                problems.append(f"the suite ran {ran} dispatches, below this lane's floor of {floor}")
+        for count, reason in not_run:
+            if not any(pattern.search(reason) for pattern, _ in allowed):
+                problems.append(f"not run for a reason lane_expectations.txt does not allow {name}: {reason} ({count}x)")
     if problems:
-        # Catch's report without the layers' info lines (the virtual device's are in its log).
+        # The report without the layers' info lines (the virtual device's are in its log).
         report = "\n".join(l for l in out.splitlines()
                            if not l.startswith(("coopmat-maintenance1: info:", "virtual device: pipeline ")))
         sys.exit("\n".join(problems) + f"\n--- seed {seed}, log {log}; output:\n" + report[-30000:])
     print("\n".join(totals))
-    print(f"{len(rewritten)} pipelines rewritten by the virtual device")
-    for line in not_run:
-        print(line)
+    print(f"{len(rewritten)} pipelines rewritten by the virtual device, {past_length} element accesses past a "
+          f"matrix's length (another subgroup size's code)")
+    if suite:
+        print(f"{ran} dispatches ran; not run: {sum(c for c, _ in not_run)}")
+        for count, reason in not_run:
+            print(f"  {count}x {reason}")
 
 
 if __name__ == "__main__":

@@ -2,16 +2,34 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 namespace coopmat::virt {
 
-const LinearLayout* Profile::FindLayout(const LayoutKey& key) const {
-  for (const LinearLayout& layout : layouts)
-    if (layout.key == key) return &layout;
-  return nullptr;
+std::optional<ElementLayout> Profile::FindLayout(const LayoutKey& key) const {
+  for (const ElementLayout& layout : layouts)
+    if (layout.Key() == key) return layout;
+  if (!flexibleMaxDimension || key.rows > flexibleMaxDimension || key.cols > flexibleMaxDimension) return std::nullopt;
+  for (const ElementLayout& tile : layouts) {
+    const LayoutKey& t = tile.Key();
+    if (t.componentType == key.componentType && t.use == key.use && t.subgroupSize == key.subgroupSize &&
+        key.rows % t.rows == 0 && key.cols % t.cols == 0 && IsConfigurationShape(t))
+      return tile.Tiled(key.rows, key.cols);
+  }
+  return std::nullopt;
+}
+
+bool Profile::IsConfigurationShape(const LayoutKey& key) const {
+  return std::any_of(matrices.begin(), matrices.end(), [&](const MatrixConfig& m) {
+    switch (key.use) {
+      case kUseA: return key.rows == m.m && key.cols == m.k;
+      case kUseB: return key.rows == m.k && key.cols == m.n;
+      default: return key.rows == m.m && key.cols == m.n;
+    }
+  });
 }
 
 bool Profile::RunsSubgroupSize(uint32_t size) const {
@@ -89,7 +107,6 @@ ProfileResult ParseProfile(std::string_view text) {
   ProfileResult result;
   Profile& p = result.profile;
   std::map<std::string, int> seen;
-  std::string layoutText;
   int lineNumber = 0;
   auto fail = [&](const std::string& why) {
     result.ok = false;
@@ -106,9 +123,12 @@ ProfileResult ParseProfile(std::string_view text) {
     const std::string key(words[0]);
     const std::string_view value = Trim(line.substr(words[0].size()));
     if (key == "layout") {
-      // ParseLayouts counts its own lines: keep the numbering by padding with blank lines.
-      while (std::count(layoutText.begin(), layoutText.end(), '\n') < lineNumber - 1) layoutText += '\n';
-      layoutText += std::string(line) + '\n';
+      std::string error;
+      auto layout = ElementLayout::Parse(line, error);
+      if (!layout) return fail("layout: " + error);
+      if (std::any_of(p.layouts.begin(), p.layouts.end(), [&](const ElementLayout& l) { return l.Key() == layout->Key(); }))
+        return fail("two layouts for " + ToString(layout->Key()));
+      p.layouts.push_back(std::move(*layout));
       continue;
     }
     if (key == "matrix") {
@@ -158,17 +178,8 @@ ProfileResult ParseProfile(std::string_view text) {
                                "subgroup_sizes", "default_subgroup_size", "shared_memory"})
     if (!seen.count(required)) return fail(std::string("missing setting '") + required + "'");
   if (!p.RunsSubgroupSize(p.defaultSubgroupSize)) return fail("default_subgroup_size is not one of subgroup_sizes");
-  ParseResult layouts = ParseLayouts(layoutText);
-  if (!layouts.ok) {
-    result.error = layouts.error;
-    return result;
-  }
-  p.layouts = std::move(layouts.layouts);
-  for (const LinearLayout& l : p.layouts) {
-    if (!p.RunsSubgroupSize(l.key.subgroupSize)) return fail("layout " + ToString(l.key) + " is at a size the profile does not run");
-    for (const LinearLayout& other : p.layouts)
-      if (&other != &l && other.key == l.key) return fail("two layouts for " + ToString(l.key));
-  }
+  for (const ElementLayout& l : p.layouts)
+    if (!p.RunsSubgroupSize(l.Key().subgroupSize)) return fail("layout " + ToString(l.Key()) + " is at a size the profile does not run");
   for (const MatrixConfig& m : p.matrices)
     for (uint32_t size : p.subgroupSizes) {
       const LayoutKey keys[] = {{m.aType, kUseA, m.m, m.k, size},
@@ -193,6 +204,30 @@ ProfileResult ReadProfileFile(const std::string& path) {
   text << file.rdbuf();
   ProfileResult result = ParseProfile(text.str());
   if (!result.ok) result.error = path + ": " + result.error;
+  return result;
+}
+
+}  // namespace coopmat::virt
+
+namespace coopmat::virt {
+
+ProfileResult ReadConfiguredProfile() {
+  const char* path = std::getenv("COOPMAT_VIRTUAL_PROFILE");
+  if (!path || !*path) {
+    ProfileResult result;
+    result.error = "COOPMAT_VIRTUAL_PROFILE is not set";
+    return result;
+  }
+  ProfileResult result = ReadProfileFile(path);
+  const char* size = std::getenv("COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE");
+  if (!result.ok || !size || !*size) return result;
+  uint32_t value = 0;
+  if (!Number(size, value) || !result.profile.RunsSubgroupSize(value)) {
+    result.ok = false;
+    result.error = std::string("COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE=") + size + " is not a subgroup size of " + path;
+    return result;
+  }
+  result.profile.defaultSubgroupSize = value;
   return result;
 }
 

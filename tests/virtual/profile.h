@@ -18,18 +18,21 @@
 //   matrix 16 16 16 f16 f16 f32 f32 [saturating]   M N K A B C Result (KHR property)
 //   flexible_max_dimension 64        optional: VK_NV_cooperative_matrix2's flexible
 //                                    dimensions, each matrix line's M, N, K its
-//                                    granularity, sides up to this; the shapes an app
-//                                    may then use need their own layout lines
-//   layout type=f32 use=Acc ...      coopmat::FormatLayout lines (coopmat/layout.h)
+//                                    granularity, sides up to this; a flexible shape is
+//                                    laid out as tiles of its configuration's layout
+//                                    (element_layout.h), 48 = three 16-tiles included
+//   layout type=f32 use=Acc ...      layout lines (element_layout.h), read by the
+//                                    virtual device's own code
 #pragma once
 
 #include <cstdint>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "coopmat/layout.h"
+#include "element_layout.h"
 
 namespace coopmat::virt {
 
@@ -54,11 +57,21 @@ struct Profile {
   uint32_t sharedMemoryBytes = 0;
   uint32_t flexibleMaxDimension = 0;  // 0: no NV flexible dimensions
   std::vector<MatrixConfig> matrices;
-  std::vector<LinearLayout> layouts;
+  std::vector<ElementLayout> layouts;
 
-  // The layout of one matrix type at one subgroup size, or null when the profile has none.
-  const LinearLayout* FindLayout(const LayoutKey& key) const;
+  // The layout of one matrix type at one subgroup size: its line, or a flexible shape's
+  // tiles of the line of the configuration it is a multiple of; nullopt when the profile
+  // has none.
+  std::optional<ElementLayout> FindLayout(const LayoutKey& key) const;
+  // Whether a matrix configuration has a matrix of this shape in this use (the tile of its flexible shapes).
+  bool IsConfigurationShape(const LayoutKey& key) const;
   bool RunsSubgroupSize(uint32_t size) const;
+  // The subgroup size lavapipe runs under this profile (LP_NATIVE_VECTOR_WIDTH = 32 x it):
+  // the largest of the profile's, up to 16. Lavapipe executes at most 16 invocations in
+  // step (Mesa's LP_MAX_VECTOR_WIDTH, 512 bits): at 1024 and 2048 bits it reports 32 and
+  // 64 lanes but runs its subgroups 16 at a time (docs/design.md, "Virtual device").
+  uint32_t LavapipeSubgroupSize() const { return std::min<uint32_t>(subgroupSizes.back(), kLavapipeMostLanes); }
+  static constexpr uint32_t kLavapipeMostLanes = 16;
   // Whether a matrix configuration has this VkComponentTypeKHR as A, B, C or Result.
   bool ListsComponentType(uint32_t type) const;
 };
@@ -69,10 +82,14 @@ struct ProfileResult {
   std::string error;  // "line N: ..." when !ok
 };
 // Checks what the virtual device relies on: every setting present once, sizes
-// powers of two that include the default, every layout valid (ValidateLayout) and
+// powers of two that include the default, every layout valid (ElementLayout::Parse) and
 // at one of the sizes, and every matrix configuration's A, B, C and Result types
 // laid out at every size.
 ProfileResult ParseProfile(std::string_view text);
 ProfileResult ReadProfileFile(const std::string& path);
+// The profile the virtual device runs: the file COOPMAT_VIRTUAL_PROFILE names, with
+// COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE (one of its sizes), when set, as the size of
+// pipelines that require none (a lane of a two-size profile runs the other size's code so).
+ProfileResult ReadConfiguredProfile();
 
 }  // namespace coopmat::virt

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "freeze.h"
 #include "rewrite_internal.h"
 
 namespace coopmat::virt {
@@ -48,22 +49,55 @@ void Core::CheckEntryPoints() {
       }
     }
     if (!size) Fail("entry point %" + std::to_string(entry.Operand(1)) + " has no workgroup size");
-    if (size % S)
-      Fail("a workgroup of " + std::to_string(size) + " invocations is not a whole number of subgroups of " +
-           std::to_string(S) + " (the virtual device runs full subgroups only)");
+    if (invocations && size != invocations) sameWorkgroupSize = false;
+    if (size % S) partialSubgroups = true;
     invocations = std::max(invocations, size);
   }
 }
 
-uint32_t Core::LocalIndex(Builder& b) { return LoadBuiltin(b, spv::BuiltIn::LocalInvocationIndex); }
+void Core::RequireCapability(spv::Capability capability) {
+  for (const ir::Instruction& inst : m.capabilities)
+    if (inst.Operand(0) == static_cast<uint32_t>(capability)) return;
+  m.capabilities.emplace_back(Op::OpCapability, 0, 0, std::vector<uint32_t>{static_cast<uint32_t>(capability)});
+}
 
-uint32_t Core::Lane(Builder& b) { return b.Mod(LocalIndex(b), b.U(S)); }
+uint32_t Core::True() {
+  if (!true_) {
+    true_ = m.TakeId();
+    T().AddGlobal(ir::Instruction(Op::OpConstantTrue, T().Bool(), true_, {}));
+  }
+  return true_;
+}
 
-uint32_t Core::SubgroupId(Builder& b) { return b.Div(LocalIndex(b), b.U(S)); }
+uint32_t Core::RealLane(Builder& b) {
+  RequireCapability(spv::Capability::GroupNonUniform);
+  return LoadBuiltin(b, spv::BuiltIn::SubgroupLocalInvocationId);
+}
 
-void Core::Barrier(Builder& b) {
-  const uint32_t workgroup = b.U(kScopeWorkgroup);
-  b.EmitVoid(Op::OpControlBarrier, {workgroup, workgroup, C().BarrierSemantics()});
+uint32_t Core::Lane(Builder& b) {
+  if (Segmented()) return b.And(RealLane(b), b.U(S - 1));
+  if (Chunked()) return b.Add(b.Mul(b.Mod(LoadBuiltin(b, spv::BuiltIn::SubgroupId), b.U(Chunks())), b.U(N)), RealLane(b));
+  return RealLane(b);
+}
+
+uint32_t Core::SegmentBase(Builder& b) { return Segmented() ? b.And(RealLane(b), b.U(~(S - 1))) : b.U(0); }
+
+uint32_t Core::SubgroupId(Builder& b) {
+  RequireCapability(spv::Capability::GroupNonUniform);
+  const uint32_t real = LoadBuiltin(b, spv::BuiltIn::SubgroupId);
+  if (Segmented()) return b.Add(b.Mul(real, b.U(N / S)), b.Div(RealLane(b), b.U(S)));
+  if (Chunked()) return b.Div(real, b.U(Chunks()));
+  return real;
+}
+
+// Execution and Workgroup memory of one subgroup: matrix operations are reached by the
+// whole subgroup (segmented: the whole segment of a lavapipe subgroup, whose lanes
+// lavapipe runs in step; chunked: its chunks meet).
+uint32_t Core::SubgroupBarrier(Builder& b) {
+  if (Chunked()) return chunks->Meet(b);
+  const uint32_t subgroup = b.U(kScopeSubgroup);
+  b.EmitVoid(Op::OpControlBarrier, {subgroup, subgroup, C().BarrierSemantics()});
+  return True();
 }
 
 uint32_t Core::RegionBase(Builder& b) { return b.Mul(SubgroupId(b), wordsPerSubgroup_); }
@@ -84,7 +118,7 @@ void Core::FinishScratch() {
   TypeManager& t = T();
   t.AddGlobal(ir::Instruction(Op::OpConstant, t.Uint(), wordsPerSubgroup_, {std::max<uint32_t>(scratchWords_, 1)}));
   if (!scratchWords_) return;
-  const uint64_t words = uint64_t(scratchWords_) * (invocations / S);
+  const uint64_t words = uint64_t(scratchWords_) * SubgroupsPerWorkgroup();
   result.scratchBytes = static_cast<uint32_t>(words * 4);
   if (request.sharedMemoryLimit && words * 4 > request.sharedMemoryLimit)
     Fail("the emulation needs " + std::to_string(words * 4) + " bytes of Workgroup memory, more than the real device's " +
@@ -206,15 +240,21 @@ namespace {
 class Rewriter {
  public:
   Rewriter(ir::Module& module, const Profile& profile, const RewriteRequest& request, RewriteResult& result)
-      : core_(module, profile, request, result), encoded_(core_), matrices_(core_, encoded_), subgroups_(core_) {}
+      : core_(module, profile, request, result), encoded_(core_), matrices_(core_, encoded_), subgroups_(core_), chunks_(core_) {}
 
   void Run() {
     core_.CheckEntryPoints();
     matrices_.ReplaceTypes();
     subgroups_.TakeBuiltins();  // before the type manager: it indexes the globals by position
     core_.StartTypes();
+    if (core_.Chunked()) {
+      core_.chunks = &chunks_;
+      chunks_.Start();
+    }
     matrices_.ExpandConstants();
     for (ir::Function& f : core_.m.functions) RewriteFunction(f);
+    if (chunks_.Used()) chunks_.WrapEntryPoints();
+    if (core_.Chunked()) chunks_.Finish();
     core_.FinishScratch();
     matrices_.DropDeclarations();
     core_.C().scratch.Finalize();  // lists the built-ins this rewrite reads in the interfaces
@@ -223,50 +263,80 @@ class Rewriter {
 
  private:
   void RewriteFunction(ir::Function& f) {
+    subgroups_.CountPassedThrough(f);
     for (const ir::Block& block : f.blocks)
       for (const ir::Instruction& inst : block.instructions)
         if (inst.resultId) core_.defs[inst.resultId] = inst;
     auto needsRewrite = [&](const ir::Instruction& inst) {
       return matrices_.Handles(inst) || encoded_.Handles(inst) || subgroups_.Handles(inst);
     };
+    // A rewrite may emit loops (a subgroup of several lavapipe subgroups waits for its
+    // parts): loop headers give their code a block of its own first.
+    SplitLoopHeadersWith(core_.C(), f, needsRewrite);
+    // A block with something to rewrite is rebuilt by appending: the code of each
+    // rewrite goes at the end of the block being built, which may be a later block.
     for (size_t bi = 0; bi < f.blocks.size(); ++bi) {
       std::vector<ir::Instruction>& list = f.blocks[bi].instructions;
       if (std::none_of(list.begin(), list.end(), needsRewrite)) continue;
+      const uint32_t label = f.blocks[bi].Label();
       std::vector<ir::Instruction> rest(std::make_move_iterator(list.begin() + 1), std::make_move_iterator(list.end()));
       list.erase(list.begin() + 1, list.end());
+      size_t cursor = bi;
       for (ir::Instruction& inst : rest) {
         if (!needsRewrite(inst)) {
-          f.blocks[bi].instructions.push_back(std::move(inst));
+          f.blocks[cursor].instructions.push_back(std::move(inst));
           continue;
         }
-        Builder b(core_.C(), f, bi, f.blocks[bi].instructions.size());
+        Builder b(core_.C(), f, cursor, f.blocks[cursor].instructions.size());
         if (matrices_.Handles(inst))
           matrices_.Rewrite(b, inst);
         else if (encoded_.Handles(inst))
           encoded_.Rewrite(b, inst);
         else
           subgroups_.Rewrite(b, inst);
-        if (b.block() != bi) Fail("internal error: a rewrite left its block");
+        cursor = b.block();
+        if (b.index() != f.blocks[cursor].instructions.size()) Fail("internal error: a rewrite left the cursor mid-block");
       }
+      // The block's terminator now ends the last block built: its successors' OpPhis name that one.
+      if (cursor != bi) RetargetPhis(f, f.blocks[cursor].instructions.back(), label, f.blocks[cursor].Label());
+      bi = cursor;
     }
+    // The Function variables the rewrites made join the entry block's.
+    std::vector<ir::Instruction>& variables = core_.C().newVariables;
+    std::vector<ir::Instruction>& entry = f.blocks.front().instructions;
+    entry.insert(entry.begin() + 1, std::make_move_iterator(variables.begin()), std::make_move_iterator(variables.end()));
+    variables.clear();
   }
 
   detail::Core core_;
   detail::EncodedFloats encoded_;
   detail::MatrixRewrite matrices_;
-  detail::SubgroupEmulation subgroups_;
+  detail::SubgroupModel subgroups_;
+  detail::ChunkSync chunks_;
 };
 
 }  // namespace
 
 RewriteResult RewriteForProfile(std::span<const uint32_t> words, const Profile& profile, const RewriteRequest& request) {
   RewriteResult result;
+  // What it receives must be valid: the product's output reaches lavapipe only through here.
+  if (request.validate)
+    if (std::string error = ValidateModule(words); !error.empty()) {
+      result.error = "the module it was given does not validate: " + error;
+      return result;
+    }
   try {
     if (!profile.RunsSubgroupSize(request.subgroupSize))
       Fail("profile " + profile.name + " does not run subgroups of " + std::to_string(request.subgroupSize));
+    const uint32_t S = request.subgroupSize, N = request.lavapipeSubgroupSize;
+    if (!N || (S < N && N % S) || (S > N && S % N))
+      Fail("lavapipe runs subgroups of " + std::to_string(N) + ", which can neither hold nor make up virtual subgroups of " +
+           std::to_string(S) + " (LP_NATIVE_VECTOR_WIDTH must be 32 x the profile's largest size up to 16)");
+    std::string error;
+    const std::vector<uint32_t> frozen = FreezeWithSpirvTools(words, request.specialization.value_or(Specialization{}), error);
+    if (frozen.empty()) Fail("freezing the specialization: " + error);
     ir::Module module;
-    if (std::string error = ir::Parse(words, module); !error.empty()) Fail("cannot parse the module: " + error);
-    FreezeSpecialization(module, request.specialization.value_or(Specialization{}));
+    if (std::string parseError = ir::Parse(frozen, module); !parseError.empty()) Fail("cannot parse the module: " + parseError);
     Rewriter(module, profile, request, result).Run();
     result.words = ir::Emit(module);
   } catch (const LowerError& error) {

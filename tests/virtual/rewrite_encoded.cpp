@@ -28,6 +28,22 @@ bool MovesValues(Op op) {
     case Op::OpReturnValue: case Op::OpFunctionCall: case Op::OpVariable: case Op::OpAccessChain:
     case Op::OpInBoundsAccessChain: case Op::OpPtrAccessChain: case Op::OpUndef: case Op::OpLifetimeStart:
     case Op::OpLifetimeStop: case Op::OpLine: case Op::OpNoLine: case Op::OpBitcast:
+    // Lanes exchange values as they are (bfloat16 and fp8 become integers of their width).
+    case Op::OpGroupNonUniformShuffle: case Op::OpGroupNonUniformShuffleXor: case Op::OpGroupNonUniformShuffleUp:
+    case Op::OpGroupNonUniformShuffleDown: case Op::OpGroupNonUniformBroadcast: case Op::OpGroupNonUniformBroadcastFirst:
+    case Op::OpGroupNonUniformQuadBroadcast: case Op::OpGroupNonUniformQuadSwap:
+      return true;
+    default: return false;
+  }
+}
+
+// Instructions with literal operands (case values, merge and loop controls, branch weights),
+// which must not be read as ids, and none of which computes on a value.
+bool IsControlFlow(Op op) {
+  switch (op) {
+    case Op::OpSwitch: case Op::OpBranch: case Op::OpBranchConditional: case Op::OpSelectionMerge: case Op::OpLoopMerge:
+    case Op::OpLabel: case Op::OpReturn: case Op::OpUnreachable: case Op::OpKill: case Op::OpTerminateInvocation:
+    case Op::OpControlBarrier: case Op::OpMemoryBarrier:
       return true;
     default: return false;
   }
@@ -183,7 +199,7 @@ bool EncodedFloats::Handles(const ir::Instruction& inst) const {
   TypeManager& t = c_.T();
   if (IsConversion(inst.opcode)) return Involves(inst.typeId) || Involves(t.TypeOf(inst.Operand(0)));
   if (inst.opcode == Op::OpBitcast) return c_.SameStorage(inst.typeId, t.TypeOf(inst.Operand(0)));
-  if (MovesValues(inst.opcode)) return false;
+  if (MovesValues(inst.opcode) || IsControlFlow(inst.opcode)) return false;
   if (Involves(inst.typeId)) return true;
   for (uint32_t operand : inst.operands)
     if (Involves(t.TypeOf(operand))) return true;

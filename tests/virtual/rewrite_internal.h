@@ -1,11 +1,17 @@
 // The parts of the virtual device's rewrite (rewrite.h), one per concern:
-//  * Core (rewrite.cpp): the module, its types, the virtual subgroup's lane and its
-//    region of the one Workgroup scratch array, values as 32-bit words; rewrite.cpp
-//    also walks the functions and hands each instruction to one of the two parts.
+//  * Core (rewrite.cpp): the module, its types, the virtual subgroup's lane and id and
+//    its region of the one Workgroup scratch array, values as 32-bit words; rewrite.cpp
+//    also walks the functions and hands each instruction to one of the parts.
 //  * MatrixRewrite (rewrite_matrix.cpp): cooperative matrices become per-invocation
 //    arrays laid out by the profile; Load, Store, MulAdd, Length, element-wise ops.
-//  * SubgroupEmulation (rewrite_subgroup.cpp): subgroup built-ins, group operations
-//    and Subgroup-scope barriers over virtual subgroups of the profile's size.
+//  * SubgroupModel (rewrite_subgroup.cpp): virtual subgroups on lavapipe's own (N lanes,
+//    N = min(16, the profile's largest size); lavapipe runs no more than 16 in step). At
+//    size N they pass through, shuffles aside (a lane out of range or inactive gives a
+//    poison value, as SPIR-V leaves it undefined); a smaller size is an aligned segment
+//    of a lavapipe subgroup, its built-ins and operations confined to the segment; a
+//    larger one is S / N consecutive lavapipe subgroups ("chunks").
+//  * ChunkSync (rewrite_chunks.cpp): how the chunks of a larger virtual subgroup meet
+//    and exchange values without workgroup barriers in divergent control flow.
 #pragma once
 
 #include <cstdint>
@@ -27,31 +33,50 @@ inline constexpr uint32_t kScopeSubgroup = static_cast<uint32_t>(spv::Scope::Sub
 class Core {
  public:
   Core(ir::Module& module, const Profile& target, const RewriteRequest& asked, RewriteResult& out)
-      : m(module), profile(target), request(asked), result(out), S(asked.subgroupSize) {}
+      : m(module), profile(target), request(asked), result(out), S(asked.subgroupSize), N(asked.lavapipeSubgroupSize) {}
 
   ir::Module& m;
   const Profile& profile;
   const RewriteRequest& request;
   RewriteResult& result;
   const uint32_t S;          // the virtual subgroup size
+  const uint32_t N;          // lavapipe's own: S, a multiple of S, or S / Chunks()
   uint32_t invocations = 0;  // the largest workgroup of an entry point
+  bool sameWorkgroupSize = true;  // every entry point has `invocations`
+  bool partialSubgroups = false;  // some entry point's workgroup is not whole subgroups
   // Definitions in the function being rewritten, by result id.
   std::map<uint32_t, ir::Instruction> defs;
 
-  // The workgroup sizes: whole virtual subgroups (sets `invocations`).
+  // Compute entry points with constant workgroup sizes (sets `invocations`).
   void CheckEntryPoints();
   // After the module-level passes that the type manager would not see.
   void StartTypes();
   TypeManager& T() { return *types_; }
   Context& C() { return *context_; }
+  // Whether virtual subgroups are segments of lavapipe's (S < N), or several of them (S > N).
+  bool Segmented() const { return S < N; }
+  bool Chunked() const { return S > N; }
+  uint32_t Chunks() const { return Chunked() ? S / N : 1; }
+  class ChunkSync* chunks = nullptr;  // set when Chunked()
+  void RequireCapability(spv::Capability capability);
+  uint32_t True();
 
-  uint32_t LocalIndex(Builder& b);
+  // lavapipe's own lane and subgroup id, and the virtual ones.
+  uint32_t RealLane(Builder& b);
   uint32_t Lane(Builder& b);
   uint32_t SubgroupId(Builder& b);
+  // The first lavapipe lane of this invocation's virtual subgroup (0 unless Segmented).
+  uint32_t SegmentBase(Builder& b);
+  // The virtual subgroups, and lavapipe's, of a workgroup of `invocations`.
+  uint32_t SubgroupsPerWorkgroup() const { return (invocations + S - 1) / S; }
+  uint32_t LavapipeSubgroupsPerWorkgroup() const { return (invocations + N - 1) / N; }
 
-  // Scratch: one Workgroup uint array, a region of wordsPerSubgroup per virtual subgroup.
+  // Scratch: one Workgroup uint array, a region of wordsPerSubgroup per virtual subgroup,
+  // used by one virtual subgroup at a time between subgroup barriers (every invocation of
+  // a subgroup reaches a matrix operation: SPV_KHR_cooperative_matrix's uniform control flow).
   void Require(uint32_t words) { scratchWords_ = std::max(scratchWords_, words); }
-  void Barrier(Builder& b);
+  // Returns a bool id: whether the whole subgroup met (false only where chunks never came).
+  uint32_t SubgroupBarrier(Builder& b);
   uint32_t RegionBase(Builder& b);
   uint32_t WordPointer(Builder& b, uint32_t base, uint32_t offset);
   void StoreWord(Builder& b, uint32_t base, uint32_t offset, uint32_t word);
@@ -81,12 +106,13 @@ class Core {
   LowerStats stats_;
   std::optional<Context> context_;
   uint32_t scratchVar_ = 0, wordsPerSubgroup_ = 0, scratchWords_ = 0;
+  uint32_t true_ = 0;
 };
 
 // A cooperative matrix type after the rewrite: an array of `length` elements.
 struct Matrix {
   CoopMatType info;
-  const LinearLayout* layout = nullptr;
+  std::optional<ElementLayout> layout;
   uint32_t rows = 0, cols = 0;
   uint32_t length = 0;
 };
@@ -152,11 +178,13 @@ class MatrixRewrite {
   void ElementWise(Builder& b, const ir::Instruction& inst);
   // An OpCompositeExtract/Insert of a matrix element past the length (RewriteResult::pastLengthAccesses).
   bool PastLength(const ir::Instruction& inst);
+  void PastLengthAccess(Builder& b, const ir::Instruction& inst);
+  // All bits set in a component type (a NaN in the float ones).
+  uint32_t Loud(uint32_t componentType);
 
   Core& c_;
   EncodedFloats& encoded_;
   std::map<uint32_t, Matrix> matrices_;
-  ir::Function dummyFunction_;  // RegisterCoordinate reads only FunctionState::lane
 };
 
 // GroupNonUniform arithmetic: the plain instruction (or GLSL.std.450 number) that combines two values.
@@ -165,32 +193,106 @@ struct Combiner {
   uint32_t glsl = 0;  // GLSL.std.450 instruction when op is OpExtInst
 };
 
-class SubgroupEmulation {
+// Virtual subgroups of S = C x N lanes: lavapipe subgroup r is chunk r % C of virtual
+// subgroup r / C. Lavapipe runs the subgroups of a workgroup one after another, as
+// coroutines that switch only at workgroup barriers; so the chunks meet through
+// counters in Workgroup memory, using barriers only to yield: a chunk arrives (one
+// invocation adds 1 to its subgroup's counter), then yields until every chunk of its
+// subgroup has arrived. The app's own workgroup barriers count every chunk of the
+// workgroup the same way, so that no chunk passes one while another waits inside a
+// subgroup operation. Each chunk must reach each operation of its subgroup with at least
+// one invocation (a chunk that never comes is waited for kPatience yields, then the
+// result is poison); every chunk of a workgroup reaches its barriers, as SPIR-V requires.
+class ChunkSync {
  public:
-  explicit SubgroupEmulation(Core& core) : c_(core) {}
-  // The module's own subgroup built-in variables go (before the type manager).
-  void TakeBuiltins();
-  bool Handles(const ir::Instruction& inst) const;
-  void Rewrite(Builder& b, const ir::Instruction& inst);
+  static constexpr uint32_t kPatience = 1u << 16;
+  explicit ChunkSync(Core& core) : c_(core) {}
+  void Start();  // after Core::StartTypes
+  // A meeting of the chunks of this invocation's subgroup: its number for this chunk
+  // (read before Meet; every chunk of a subgroup counts its meetings alike), then Meet,
+  // which returns a bool id, whether all came.
+  uint32_t Turn(Builder& b);
+  uint32_t Meet(Builder& b, uint32_t turn);
+  uint32_t Meet(Builder& b) { return Meet(b, Turn(b)); }
+  // The app's OpControlBarrier of Workgroup execution scope, over every chunk.
+  void WorkgroupBarrier(Builder& b, const ir::Instruction& barrier);
+  // An exchange of `value`: every active invocation publishes it in the half of its
+  // subgroup's area that `turn` selects (with its chunk's active lanes), then they meet.
+  struct Exchange {
+    uint32_t turn = 0, base = 0, type = 0, words = 0, complete = 0;
+    std::vector<uint32_t> activeWords;  // per chunk: the lanes that published (bit l % N of word l / N)
+  };
+  Exchange Publish(Builder& b, uint32_t value);
+  // Whether virtual lane `lane` (a uint id below S) published, and its value.
+  uint32_t Active(Builder& b, const Exchange& x, uint32_t lane);
+  uint32_t Read(Builder& b, const Exchange& x, uint32_t lane);
+  // Whether any code met or exchanged: then the area exists and every entry point zeroes it.
+  bool Used() const { return used_; }
+  // Wraps every entry point: the area zeroed first (then one workgroup barrier, which
+  // every chunk reaches), the app's code, then a meeting of every chunk of the workgroup.
+  void WrapEntryPoints();
+  void Finish();
 
  private:
   TypeManager& T() { return c_.T(); }
+  uint32_t Pointer(Builder& b, uint32_t word);
+  uint32_t Load(Builder& b, uint32_t word);
+  uint32_t AtomicLoad(Builder& b, uint32_t word);
+  void Store(Builder& b, uint32_t word, uint32_t value);
+  void Yield(Builder& b);
+  // Waits (yielding) until word `counter` reaches `target`, at most kPatience times: whether it did.
+  uint32_t WaitFor(Builder& b, uint32_t counter, uint32_t target);
+  // One invocation of this lavapipe subgroup does `code`.
+  void Elected(Builder& b, const std::function<void()>& code);
+  uint32_t SubgroupBase(Builder& b);  // this virtual subgroup's part of the area
+  uint32_t Chunk(Builder& b);         // this lavapipe subgroup's place in it
+
+  Core& c_;
+  // The Workgroup array; words per virtual subgroup and per exchange half (constants Finish defines).
+  uint32_t variable_ = 0, stride_ = 0, half_ = 0;
+  uint32_t exchangeWords_ = 0;          // the most words a value exchanged has
+  bool used_ = false;
+};
+
+class SubgroupModel {
+ public:
+  explicit SubgroupModel(Core& core) : c_(core) {}
+  // Segmented or chunked: the module's own subgroup built-in variables go, their loads
+  // become the virtual values (before the type manager).
+  void TakeBuiltins();
+  bool Handles(const ir::Instruction& inst) const;
+  void Rewrite(Builder& b, const ir::Instruction& inst);
+  // Counts the group operations of `f` that lavapipe runs as they are (RewriteResult::lavapipeSubgroupOps).
+  void CountPassedThrough(const ir::Function& f);
+
+ private:
+  TypeManager& T() { return c_.T(); }
+  bool Confined() const { return c_.Segmented() || c_.Chunked(); }
   uint32_t BuiltinValue(Builder& b, spv::BuiltIn which, uint32_t type);
-  void WidenBarrier(Builder& b, const ir::Instruction& inst);
   void CheckSubgroupScope(const ir::Instruction& inst);
-  // Every invocation's value published in the region (word plane w of lane L at w * S + L).
-  struct Exchange {
-    uint32_t base = 0;
-    uint32_t type = 0;
-    uint32_t words = 0;
-  };
-  Exchange Publish(Builder& b, uint32_t value);
-  uint32_t Read(Builder& b, const Exchange& x, uint32_t lane);
-  uint32_t Wrap(Builder& b, uint32_t lane);
+  // A value of every type that no correct read gives: all bits set (NaN for floats, true for bools).
+  uint32_t Poison(uint32_t type);
+  uint32_t Choose(Builder& b, uint32_t condition, uint32_t type, uint32_t yes, uint32_t no);
+  uint32_t Equal(Builder& b, uint32_t type, uint32_t x, uint32_t y);
+  // The value of virtual lane `source` (below S), or Poison unless `valid` and that lane is
+  // active; `ownChunk`: the source is in this invocation's lavapipe subgroup (no meeting).
+  uint32_t Gather(Builder& b, uint32_t value, uint32_t type, uint32_t source, uint32_t valid, bool ownChunk = false);
+  void Shuffle(Builder& b, const ir::Instruction& inst);
+  // The words of a mask of virtual lanes (Eq, Ge, Gt, Le, Lt, or every lane for BuiltIn::Max), lane 0 first.
+  std::vector<uint32_t> MaskWords(Builder& b, spv::BuiltIn which);
+  // OpGroupNonUniformInverseBallot, BallotBitCount and BallotFind{LSB,MSB}: the virtual lanes' bits of a ballot value.
+  uint32_t BallotValue(Builder& b, const ir::Instruction& inst);
   uint32_t Combine(Builder& b, const Combiner& combiner, uint32_t type, uint32_t x, uint32_t y);
   uint32_t Identity(spv::Op group, uint32_t type);
-  void GroupArithmetic(Builder& b, const ir::Instruction& inst);
-  void GroupOperation(Builder& b, const ir::Instruction& inst);
+  // Segmented: the segment's bits of a lavapipe ballot of `predicate` (S <= 16 bits, lane 0 first).
+  uint32_t SegmentBallot(Builder& b, uint32_t predicate);
+  void SegmentArithmetic(Builder& b, const ir::Instruction& inst);
+  void SegmentOperation(Builder& b, const ir::Instruction& inst);
+  // Chunked: through ChunkSync's exchanges.
+  uint32_t FirstActive(Builder& b, const ChunkSync::Exchange& x);
+  void ChunkArithmetic(Builder& b, const ir::Instruction& inst);
+  void ChunkOperation(Builder& b, const ir::Instruction& inst);
+  void ChunkBarrier(Builder& b, const ir::Instruction& inst);
 
   Core& c_;
   std::map<uint32_t, spv::BuiltIn> builtinVars_;

@@ -1,17 +1,12 @@
 #include <algorithm>
 #include <string_view>
 
-#include "register.h"
 #include "rewrite_internal.h"
 
 namespace coopmat::virt::detail {
 namespace {
 
 using spv::Op;
-
-bool SameMap(const LinearLayout& a, const LinearLayout& b) {
-  return a.length == b.length && a.laneBits == b.laneBits && a.indexBits == b.indexBits;
-}
 
 // Element-wise operations KHR allows on matrices (each element on its own).
 bool IsElementWise(Op op) {
@@ -68,11 +63,15 @@ void MatrixRewrite::ReplaceTypes() {
     if (!vkType) Fail("matrix type %" + std::to_string(inst.resultId) + " has a component type without a VkComponentTypeKHR");
     info->use = static_cast<MatrixUse>(*use);
     const LayoutKey key{*vkType, *use, *rows, *cols, c_.S};
-    const LinearLayout* layout = c_.profile.FindLayout(key);
+    std::optional<ElementLayout> layout = c_.profile.FindLayout(key);
     if (!layout) Fail("profile " + c_.profile.name + " has no layout for " + ToString(key));
-    matrices_[inst.resultId] = Matrix{*info, layout, *rows, *cols, layout->length};
+    const uint32_t length = layout->Length();
+    matrices_[inst.resultId] = Matrix{*info, std::move(layout), *rows, *cols, length};
   }
   if (matrices_.empty()) return;
+  if (c_.partialSubgroups)
+    Fail("a workgroup of " + std::to_string(c_.invocations) + " invocations ends in a partial subgroup of " + std::to_string(c_.S) +
+         ", and cooperative matrices need full subgroups");
   // A 32-bit unsigned int type before the first matrix type (moved there, or made).
   uint32_t uintType = 0;
   for (size_t i = 0; i < c_.m.globals.size(); ++i) {
@@ -129,17 +128,24 @@ void MatrixRewrite::ExpandConstants() {
     }
 }
 
-// The (row, col) of each element this invocation holds.
-// The layout is linear: the lane's part once, each element's constant part XORed in.
+// The (row, col) of each element this invocation holds, from the profile's layout as
+// the virtual device reads it: the lane's part once (the XOR of the images of its set
+// bits), each element's in-tile part and tile corner as constants.
 std::vector<std::pair<uint32_t, uint32_t>> MatrixRewrite::Coordinates(Builder& b, const Matrix& matrix) {
-  FunctionState fs{dummyFunction_};
-  fs.lane = c_.Lane(b);
-  const uint32_t laneRow = RegisterCoordinate(b, fs, *matrix.layout, b.U(0), false);
-  const uint32_t laneCol = RegisterCoordinate(b, fs, *matrix.layout, b.U(0), true);
+  const ElementLayout& layout = *matrix.layout;
+  const uint32_t lane = c_.Lane(b);
+  uint32_t laneRow = b.U(0), laneCol = b.U(0);
+  for (uint32_t bit = 0; (1u << bit) < c_.S; ++bit) {
+    const ElementCoord image = layout.LaneImage(bit);
+    if (!image.row && !image.col) continue;
+    const uint32_t set = b.And(b.ShiftRight(lane, b.U(bit)), b.U(1));
+    laneRow = b.Xor(laneRow, b.Mul(set, b.U(image.row)));
+    laneCol = b.Xor(laneCol, b.Mul(set, b.U(image.col)));
+  }
   std::vector<std::pair<uint32_t, uint32_t>> coords;
   for (uint32_t e = 0; e < matrix.length; ++e) {
-    const Coord part = matrix.layout->CoordinateOf(0, e);
-    coords.emplace_back(b.Xor(laneRow, b.U(part.row)), b.Xor(laneCol, b.U(part.col)));
+    const ElementCoord part = layout.IndexPart(e), corner = layout.TileCorner(e);
+    coords.emplace_back(b.Add(b.U(corner.row), b.Xor(laneRow, b.U(part.row))), b.Add(b.U(corner.col), b.Xor(laneCol, b.U(part.col))));
   }
   return coords;
 }
@@ -302,39 +308,46 @@ void MatrixRewrite::MulAdd(Builder& b, const ir::Instruction& inst) {
   const bool cSigned = signedBit(spv::CooperativeMatrixOperandsMask::MatrixCSignedComponentsKHR);
   c_.Require(M * K + K * N);
 
-  c_.Barrier(b);
+  c_.SubgroupBarrier(b);
   const uint32_t base = c_.RegionBase(b);
   Scatter(b, base, 0, inst.Operand(0), a);
   Scatter(b, base, M * K, inst.Operand(1), bm);
-  c_.Barrier(b);
+  c_.SubgroupBarrier(b);
 
   const uint32_t resultType = r.info.componentType;
-  const bool isFloat = T().IsFloatType(resultType);
-  if (encoded_.Format(c.info.componentType) || encoded_.Format(resultType))
-    Fail(Describe(inst) + ": bfloat16 and fp8 accumulators are not emulated");
-  // An element of A or B from its word in the region, in the Result type: bfloat16
-  // and fp8 through their exact binary32 values.
+  // bfloat16 and fp8 have no arithmetic: their accumulators sum in binary32, rounded to
+  // nearest even once at the end (their A and B enter as their exact binary32 values).
+  const IeeeFormat* resultFormat = encoded_.Format(resultType);
+  const uint32_t sumType = resultFormat ? T().Float(32) : resultType;
+  const bool isFloat = T().IsFloatType(sumType);
+  auto widen = [&](uint32_t value, const Matrix& matrix, bool isSigned) {
+    if (const IeeeFormat* format = encoded_.Format(matrix.info.componentType))
+      return ToResultType(b, encoded_.Decode(b, c_.ToWords(b, value, matrix.info.componentType)[0], *format), sumType, false);
+    return ToResultType(b, value, sumType, isSigned);
+  };
+  // An element of A or B from its word in the region.
   auto operand = [&](uint32_t word, const Matrix& matrix, bool isSigned) {
     if (const IeeeFormat* format = encoded_.Format(matrix.info.componentType))
-      return ToResultType(b, encoded_.Decode(b, word, *format), resultType, false);
-    return ToResultType(b, c_.FromWord(b, word, matrix.info.componentType), resultType, isSigned);
+      return ToResultType(b, encoded_.Decode(b, word, *format), sumType, false);
+    return ToResultType(b, c_.FromWord(b, word, matrix.info.componentType), sumType, isSigned);
   };
   const auto coords = Coordinates(b, r);
   std::vector<uint32_t> elements;
   for (uint32_t e = 0; e < r.length; ++e) {
     const auto [row, col] = coords[e];
-    uint32_t acc = ToResultType(b, b.Emit(Op::OpCompositeExtract, c.info.componentType, {inst.Operand(2), e}), resultType, cSigned);
+    uint32_t acc = widen(b.Emit(Op::OpCompositeExtract, c.info.componentType, {inst.Operand(2), e}), c, cSigned);
     const uint32_t aRow = b.Mul(row, b.U(K));
     for (uint32_t k = 0; k < K; ++k) {
       const uint32_t x = operand(c_.LoadWord(b, base, b.Add(aRow, b.U(k))), a, aSigned);
       const uint32_t y = operand(c_.LoadWord(b, base, b.Add(b.U(M * K + k * N), col)), bm, bSigned);
-      const uint32_t product = b.Emit(isFloat ? Op::OpFMul : Op::OpIMul, resultType, {x, y});
-      acc = b.Emit(isFloat ? Op::OpFAdd : Op::OpIAdd, resultType, {acc, product});
+      const uint32_t product = b.Emit(isFloat ? Op::OpFMul : Op::OpIMul, sumType, {x, y});
+      acc = b.Emit(isFloat ? Op::OpFAdd : Op::OpIAdd, sumType, {acc, product});
       if (isFloat) {
         NoContraction(product);
         NoContraction(acc);
       }
     }
+    if (resultFormat) acc = c_.FromWord(b, encoded_.Encode(b, acc, *resultFormat, false), resultType);
     elements.push_back(acc);
   }
   b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
@@ -381,16 +394,16 @@ void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
     const Matrix* matrix = MatrixValue(operand);
     return matrix ? b.Emit(Op::OpCompositeExtract, matrix->info.componentType, {operand, e}) : operand;
   };
-  if (source && !SameMap(*source->layout, *r.layout)) {
+  if (source && !source->layout->SameMap(*r.layout)) {
     c_.Require(r.rows * r.cols);
-    c_.Barrier(b);
+    c_.SubgroupBarrier(b);
     const uint32_t base = c_.RegionBase(b);
     Scatter(b, base, 0, inst.Operand(0), *source, false, [&](uint32_t element) {
       const uint32_t converted = compute({element});
       decorate(converted);
       return converted;
     });
-    c_.Barrier(b);
+    c_.SubgroupBarrier(b);
     std::vector<uint32_t> elements;
     const auto coords = Coordinates(b, r);
     for (uint32_t e = 0; e < r.length; ++e)
@@ -399,7 +412,7 @@ void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
     return;
   }
   for (uint32_t operand : inst.operands)
-    if (const Matrix* matrix = MatrixValue(operand); matrix && !SameMap(*matrix->layout, *r.layout))
+    if (const Matrix* matrix = MatrixValue(operand); matrix && !matrix->layout->SameMap(*r.layout))
       Fail(Describe(inst) + ": operands laid out unlike the result");
   std::vector<uint32_t> elements;
   for (uint32_t e = 0; e < r.length; ++e) {
@@ -427,6 +440,30 @@ bool MatrixRewrite::PastLength(const ir::Instruction& inst) {
   return matrix && inst.operands[composite + 1] >= matrix->length;
 }
 
+// Code for another subgroup size of the profile (a driver compiling for this size never
+// runs it): an extract gives a loud value, so a run that reaches it shows in the outputs.
+void MatrixRewrite::PastLengthAccess(Builder& b, const ir::Instruction& inst) {
+  ++c_.result.pastLengthAccesses;
+  if (c_.profile.subgroupSizes.size() == 1)
+    Fail(Describe(inst) + " reads or writes past the matrix's " + std::to_string(MatrixValue(inst.opcode == Op::OpCompositeExtract
+                                                                                               ? inst.Operand(0)
+                                                                                               : inst.Operand(1))->length) +
+         " elements, and profile " + c_.profile.name + " has no other subgroup size whose code this could be");
+  if (inst.opcode == Op::OpCompositeExtract)
+    b.Emit(Op::OpCopyObject, inst.typeId, {Loud(inst.typeId)}, inst.resultId);
+  else
+    b.Emit(Op::OpCopyObject, inst.typeId, {inst.operands[1]}, inst.resultId);
+}
+
+uint32_t MatrixRewrite::Loud(uint32_t componentType) {
+  const uint32_t width = T().ScalarWidth(componentType), id = c_.m.TakeId();
+  const bool narrowSigned = T().IsSignedInt(componentType) && width < 32;
+  std::vector<uint32_t> bits = {width >= 32 || narrowSigned ? ~0u : (1u << width) - 1};
+  if (width == 64) bits.push_back(~0u);
+  T().AddGlobal(ir::Instruction(Op::OpConstant, componentType, id, bits));
+  return id;
+}
+
 bool MatrixRewrite::Handles(const ir::Instruction& inst) {
   if (PastLength(inst)) return true;
   switch (inst.opcode) {
@@ -440,14 +477,7 @@ bool MatrixRewrite::Handles(const ir::Instruction& inst) {
 }
 
 void MatrixRewrite::Rewrite(Builder& b, const ir::Instruction& inst) {
-  if (PastLength(inst)) {
-    ++c_.result.pastLengthAccesses;
-    if (inst.opcode == Op::OpCompositeExtract)
-      b.Emit(Op::OpUndef, inst.typeId, {}, inst.resultId);
-    else
-      b.Emit(Op::OpCopyObject, inst.typeId, {inst.operands[1]}, inst.resultId);
-    return;
-  }
+  if (PastLength(inst)) return PastLengthAccess(b, inst);
   switch (inst.opcode) {
     case Op::OpCooperativeMatrixLoadKHR: return LoadOrStore(b, inst, false);
     case Op::OpCooperativeMatrixStoreKHR: return LoadOrStore(b, inst, true);

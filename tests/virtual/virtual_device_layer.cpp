@@ -4,15 +4,25 @@
 // subgroups and another driver's matrix layouts runs on the CPU.
 //   COOPMAT_VIRTUAL_PROFILE=<file>  the profile (required: without a readable one
 //                                   vkCreateInstance fails, so no test passes unemulated)
+//   COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE=<n>  the size pipelines without a required one
+//                                   run (one of the profile's; default: its default)
 //   COOPMAT_VIRTUAL_LOG=<file>      append one line per compute pipeline rewritten or refused
+//   COOPMAT_VIRTUAL_DUMP=<folder>   write each module it gives lavapipe there (<n>.spv, in order)
 // It reports the profile's identity, subgroup sizes, KHR cooperative matrix
 // configurations and shared-memory limit; hides extensions it does not emulate; and
 // rewrites every compute pipeline's SPIR-V (rewrite.h) for the pipeline's subgroup
-// size: its required size, else the profile's default.
+// size: its required size, else the default.
+//
+// Lavapipe's subgroups are the virtual ones: its subgroup size follows
+// LP_NATIVE_VECTOR_WIDTH (256/512/1024/2048 bits give 8/16/32/64 lanes), which this
+// layer sets to 32 x the profile's largest size at vkCreateInstance unless the
+// environment already has it; vkCreateDevice fails, saying so, when lavapipe runs
+// another size (it was loaded before, or the variable says otherwise).
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,12 +47,7 @@ struct Loaded {
 const Loaded& TheProfile() {
   static const Loaded loaded = [] {
     Loaded l;
-    const char* path = std::getenv("COOPMAT_VIRTUAL_PROFILE");
-    if (!path || !*path) {
-      l.error = "COOPMAT_VIRTUAL_PROFILE is not set";
-      return l;
-    }
-    coopmat::virt::ProfileResult r = coopmat::virt::ReadProfileFile(path);
+    coopmat::virt::ProfileResult r = coopmat::virt::ReadConfiguredProfile();
     l.ok = r.ok;
     l.profile = std::move(r.profile);
     l.error = r.error;
@@ -72,6 +77,7 @@ struct DeviceData {
   PFN_vkGetDeviceProcAddr gdpa = nullptr;
   VkDevice device = VK_NULL_HANDLE;
   uint32_t realSharedMemory = 0;  // lavapipe's own maxComputeSharedMemorySize
+  uint32_t lavapipeSubgroupSize = 0;
   std::unordered_map<uint64_t, std::vector<uint32_t>> modules;  // handle -> the app's SPIR-V
 };
 
@@ -140,11 +146,12 @@ bool IsEmulated(const char* name) {
          std::strcmp(name, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME) == 0;
 }
 
-// The subgroup operations rewrite.cpp emulates.
+// The subgroup operations the virtual device models (lavapipe's own, confined to a
+// segment at a smaller size of a two-size profile: rewrite_subgroup.cpp).
 constexpr VkSubgroupFeatureFlags kEmulatedOperations = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT |
                                                        VK_SUBGROUP_FEATURE_ARITHMETIC_BIT | VK_SUBGROUP_FEATURE_BALLOT_BIT |
                                                        VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT |
-                                                       VK_SUBGROUP_FEATURE_CLUSTERED_BIT;
+                                                       VK_SUBGROUP_FEATURE_CLUSTERED_BIT | VK_SUBGROUP_FEATURE_QUAD_BIT;
 
 void PatchCore(VkPhysicalDeviceProperties& p) {
   const Profile& profile = TheProfile().profile;
@@ -339,6 +346,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* info, 
     Log("no profile: " + TheProfile().error);
     return VK_ERROR_INITIALIZATION_FAILED;
   }
+  // Before lavapipe is loaded (or, loaded already, checked at vkCreateDevice).
+  setenv("LP_NATIVE_VECTOR_WIDTH", std::to_string(32 * TheProfile().profile.LavapipeSubgroupSize()).c_str(), 0);
   auto* link = static_cast<VkLayerInstanceCreateInfo*>(const_cast<void*>(info->pNext));
   while (link && !(link->sType == VK_STRUCTURE_TYPE_LOADER_INSTANCE_CREATE_INFO && link->function == VK_LAYER_LINK_INFO))
     link = static_cast<VkLayerInstanceCreateInfo*>(const_cast<void*>(link->pNext));
@@ -379,6 +388,11 @@ class ChainFilter {
   std::vector<std::pair<VkBaseInStructure**, VkBaseInStructure*>> removed_;
 };
 
+// The driver's vkDestroyDevice, for a device this layer created but refuses.
+PFN_vkDestroyDevice NextDeviceOf(VkDevice device, PFN_vkGetDeviceProcAddr gdpa) {
+  return reinterpret_cast<PFN_vkDestroyDevice>(gdpa(device, "vkDestroyDevice"));
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceCreateInfo* info, const VkAllocationCallbacks* alloc,
                                             VkDevice* out) {
   auto* link = static_cast<VkLayerDeviceCreateInfo*>(const_cast<void*>(info->pNext));
@@ -401,13 +415,24 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
                                           VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV});
   const VkResult r = create(pd, &forLavapipe, alloc, out);
   if (r != VK_SUCCESS) return r;
-  VkPhysicalDeviceProperties real;
-  Next<PFN_vkGetPhysicalDeviceProperties>(pd, "vkGetPhysicalDeviceProperties")(pd, &real);
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceProperties2 real{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
+  Next<PFN_vkGetPhysicalDeviceProperties2>(pd, "vkGetPhysicalDeviceProperties2")(pd, &real);
+  const uint32_t wanted = TheProfile().profile.LavapipeSubgroupSize();
+  if (subgroup.subgroupSize != wanted) {
+    Log("lavapipe runs subgroups of " + std::to_string(subgroup.subgroupSize) + ", profile " + TheProfile().profile.name +
+        " needs " + std::to_string(wanted) + ": set LP_NATIVE_VECTOR_WIDTH=" + std::to_string(32 * wanted) +
+        " before the process loads lavapipe");
+    NextDeviceOf(*out, gdpa)(*out, alloc);
+    *out = VK_NULL_HANDLE;
+    return VK_ERROR_INITIALIZATION_FAILED;
+  }
   std::lock_guard lock(gMutex);
   DeviceData& d = gDevices[Key(*out)];
   d.gdpa = gdpa;
   d.device = *out;
-  d.realSharedMemory = real.limits.maxComputeSharedMemorySize;
+  d.realSharedMemory = real.properties.limits.maxComputeSharedMemorySize;
+  d.lavapipeSubgroupSize = subgroup.subgroupSize;
   return r;
 }
 
@@ -446,17 +471,30 @@ template <typename T> const T* Find(const void* chain, VkStructureType type) {
 }
 
 
+// COOPMAT_VIRTUAL_DUMP: the rewritten modules, numbered in the order they were made.
+void Dump(const std::vector<uint32_t>& words) {
+  const char* folder = std::getenv("COOPMAT_VIRTUAL_DUMP");
+  if (!folder || !*folder) return;
+  static std::atomic<uint32_t> next{0};
+  const std::string path = std::string(folder) + "/" + std::to_string(next++) + ".spv";
+  if (FILE* f = std::fopen(path.c_str(), "wb")) {
+    std::fwrite(words.data(), 4, words.size(), f);
+    std::fclose(f);
+  }
+}
+
 VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipelineCreateInfo& original,
                    const VkAllocationCallbacks* alloc, VkPipeline* out) {
   *out = VK_NULL_HANDLE;
   const Profile& profile = TheProfile().profile;
   VkComputePipelineCreateInfo info = original;
   std::vector<uint32_t> words;
-  uint32_t sharedLimit = 0;
+  uint32_t sharedLimit = 0, lavapipeSize = 0;
   {
     std::lock_guard lock(gMutex);
     DeviceData& d = gDevices[Key(device)];
     sharedLimit = d.realSharedMemory;
+    lavapipeSize = d.lavapipeSubgroupSize;
     if (info.stage.module != VK_NULL_HANDLE) {
       auto it = d.modules.find(reinterpret_cast<uint64_t>(info.stage.module));
       if (it != d.modules.end()) words = it->second;
@@ -484,12 +522,14 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
     request.specialization = std::move(specialization);
   }
   request.sharedMemoryLimit = sharedLimit;
+  request.lavapipeSubgroupSize = lavapipeSize;
   const coopmat::virt::RewriteResult rewritten = coopmat::virt::RewriteForProfile(words, profile, request);
   const std::string where = "profile=" + profile.name + " subgroup=" + std::to_string(request.subgroupSize);
   if (!rewritten.ok) {
     Log("refused " + where + ": " + rewritten.error);
     return VK_ERROR_UNKNOWN;
   }
+  Dump(rewritten.words);
   VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   moduleInfo.codeSize = rewritten.words.size() * 4;
   moduleInfo.pCode = rewritten.words.data();
@@ -498,8 +538,10 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
       r != VK_SUCCESS)
     return r;
   info.stage.module = module;
-  // Lavapipe runs the rewritten code at its own subgroup size, which no longer matters.
-  info.stage.flags &= ~(VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT | VK_PIPELINE_SHADER_STAGE_CREATE_ALLOW_VARYING_SUBGROUP_SIZE_BIT);
+  // Lavapipe runs its one size (the virtual one, or subgroups holding segments of it): no
+  // size to require; full subgroups stay asked for where the virtual subgroups are lavapipe's.
+  info.stage.flags &= ~VK_PIPELINE_SHADER_STAGE_CREATE_ALLOW_VARYING_SUBGROUP_SIZE_BIT;
+  if (request.subgroupSize != lavapipeSize) info.stage.flags &= ~VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
   VkResult r;
   {
     ChainFilter filter(&info.stage.pNext, {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO,
@@ -509,6 +551,7 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
   NextDevice<PFN_vkDestroyShaderModule>(device, "vkDestroyShaderModule")(device, module, nullptr);
   Log((r == VK_SUCCESS ? "pipeline " : "lavapipe failed (" + std::to_string(r) + ") ") + where +
       " matrix_ops=" + std::to_string(rewritten.matrixOps) + " subgroup_ops=" + std::to_string(rewritten.subgroupOps) +
+      " lavapipe_subgroup_ops=" + std::to_string(rewritten.lavapipeSubgroupOps) +
       " scratch_bytes=" + std::to_string(rewritten.scratchBytes) +
       " past_length_accesses=" + std::to_string(rewritten.pastLengthAccesses));
   return r;

@@ -1,9 +1,12 @@
 #version 450
 // coopMatGetCoordinateEXT round trip: every invocation scatters each element m[i]
-// it holds to out[row][col] of its subgroup's matrix and counts the write.
+// it holds to out[row][col] of its subgroup's matrix and counts the write. Where a
+// layout holds an element in several invocations, every replica must name the same
+// coordinate for the same value: the output keeps the least and the greatest bits written.
 // Bindings: 0 input (ET, row-major R x C per matrix, or column-major with stride R
-// when spec constant 3 is 1), 1 output bits (uint), 2 write counts (uint),
-// 3 errors: [0] coordinates out of range, [1] damaged canary words.
+// when spec constant 3 is 1), 1 output bits (uint): the least at [k], the greatest at
+// [elements + k], 2 write counts (uint), 3 errors: [0] coordinates out of range, [1]
+// damaged canary words, [2] the number of elements (of every matrix).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
@@ -35,7 +38,8 @@ void main() {
     const uvec2 rc = coopMatGetCoordinateEXT(m, i);
     if (rc.x < R && rc.y < C) {
       const uint k = base + rc.x * C + rc.y;
-      dst[k] = Bits(m[i]);
+      atomicMin(dst[k], Bits(m[i]));
+      atomicMax(dst[errors[2] + k], Bits(m[i]));
       atomicAdd(cnt[k], 1u);
     } else {
       atomicAdd(errors[0], 1u);

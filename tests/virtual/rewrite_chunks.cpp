@@ -1,0 +1,202 @@
+// ChunkSync (rewrite_internal.h): the chunks of a virtual subgroup larger than
+// lavapipe's meet through counters in one Workgroup array:
+//   per virtual subgroup v, at v * stride:
+//     [0]                          meetings arrived (one per chunk per meeting)
+//     [1 + j]                      chunk j's meetings so far (its turn)
+//     [1 + C + p * C + j]          chunk j's active lanes in the exchange of parity p
+//     [1 + 3C + p * S * W + w * S + lane]   word w of a lane's value in exchange half p
+//   then the workgroup's: [0] app barriers arrived, [1 + r] lavapipe subgroup r's count.
+// An exchange writes the half its turn's parity selects: every chunk has passed the
+// previous meeting, so nobody still reads what the turn before last wrote there.
+#include "rewrite_internal.h"
+
+namespace coopmat::virt::detail {
+
+using spv::Op;
+
+void ChunkSync::Start() {
+  variable_ = c_.m.TakeId();
+  stride_ = c_.m.TakeId();
+  half_ = c_.m.TakeId();
+}
+
+uint32_t ChunkSync::Pointer(Builder& b, uint32_t word) {
+  used_ = true;
+  return b.Emit(Op::OpAccessChain, T().Pointer(spv::StorageClass::Workgroup, T().Uint()), {variable_, word});
+}
+
+uint32_t ChunkSync::Load(Builder& b, uint32_t word) { return b.Emit(Op::OpLoad, T().Uint(), {Pointer(b, word)}); }
+
+uint32_t ChunkSync::AtomicLoad(Builder& b, uint32_t word) {
+  return b.Emit(Op::OpAtomicLoad, T().Uint(), {Pointer(b, word), b.U(kScopeWorkgroup), b.U(0)});
+}
+
+void ChunkSync::Store(Builder& b, uint32_t word, uint32_t value) { b.EmitVoid(Op::OpStore, {Pointer(b, word), value}); }
+
+// Lavapipe switches to the workgroup's other subgroups only at a workgroup barrier.
+void ChunkSync::Yield(Builder& b) {
+  const uint32_t workgroup = b.U(kScopeWorkgroup);
+  b.EmitVoid(Op::OpControlBarrier, {workgroup, workgroup, c_.C().BarrierSemantics()});
+}
+
+uint32_t ChunkSync::WaitFor(Builder& b, uint32_t counter, uint32_t target) {
+  TypeManager& t = T();
+  const uint32_t waited = b.Variable(t.Uint());
+  b.EmitVoid(Op::OpStore, {waited, b.U(0)});
+  b.While(
+      [&] {
+        const uint32_t short_ = b.Emit(Op::OpULessThan, t.Bool(), {AtomicLoad(b, counter), target});
+        const uint32_t patient = b.Emit(Op::OpULessThan, t.Bool(), {b.Emit(Op::OpLoad, t.Uint(), {waited}), b.U(kPatience)});
+        return b.Emit(Op::OpLogicalAnd, t.Bool(), {short_, patient});
+      },
+      [&] {
+        Yield(b);
+        b.EmitVoid(Op::OpStore, {waited, b.Add(b.Emit(Op::OpLoad, t.Uint(), {waited}), b.U(1))});
+      });
+  return b.Emit(Op::OpUGreaterThanEqual, t.Bool(), {AtomicLoad(b, counter), target});
+}
+
+void ChunkSync::Elected(Builder& b, const std::function<void()>& code) {
+  TypeManager& t = T();
+  const uint32_t elect = b.Emit(Op::OpGroupNonUniformElect, t.Bool(), {b.U(kScopeSubgroup)});
+  const uint32_t selector = b.Emit(Op::OpSelect, t.Uint(), {elect, b.U(1), b.U(0)});
+  b.Switch(selector, {1}, [&](size_t) { code(); }, [] {});  // case values are literals
+}
+
+uint32_t ChunkSync::Chunk(Builder& b) {
+  return b.Mod(LoadBuiltin(b, spv::BuiltIn::SubgroupId), b.U(c_.Chunks()));
+}
+
+uint32_t ChunkSync::SubgroupBase(Builder& b) { return b.Mul(c_.SubgroupId(b), stride_); }
+
+uint32_t ChunkSync::Turn(Builder& b) { return Load(b, b.Add(SubgroupBase(b), b.Add(b.U(1), Chunk(b)))); }
+
+uint32_t ChunkSync::Meet(Builder& b, uint32_t turn) {
+  const uint32_t base = SubgroupBase(b), next = b.Add(turn, b.U(1));
+  const uint32_t own = b.Add(base, b.Add(b.U(1), Chunk(b)));
+  Elected(b, [&] {
+    b.Emit(Op::OpAtomicIAdd, T().Uint(), {Pointer(b, base), b.U(kScopeWorkgroup), b.U(0), b.U(1)});
+    Store(b, own, next);
+  });
+  // The chunks this subgroup has: fewer than C only in a workgroup's last, partial subgroup.
+  const uint32_t C = c_.Chunks(), lavapipeSubgroups = c_.LavapipeSubgroupsPerWorkgroup();
+  uint32_t here = b.U(C);
+  if (lavapipeSubgroups % C) {
+    const uint32_t left = b.Emit(Op::OpISub, T().Uint(), {b.U(lavapipeSubgroups), b.Mul(c_.SubgroupId(b), b.U(C))});
+    here = b.Emit(Op::OpExtInst, T().Uint(), {c_.GlslImport(), 38 /* UMin */, left, b.U(C)});
+  }
+  return WaitFor(b, base, b.Mul(here, next));
+}
+
+void ChunkSync::WorkgroupBarrier(Builder& b, const ir::Instruction& barrier) {
+  const uint32_t lavapipeSubgroups = c_.LavapipeSubgroupsPerWorkgroup();
+  const uint32_t base = b.Mul(b.U(c_.SubgroupsPerWorkgroup()), stride_);
+  const uint32_t own = b.Add(base, b.Add(b.U(1), LoadBuiltin(b, spv::BuiltIn::SubgroupId)));
+  const uint32_t turn = Load(b, own), next = b.Add(turn, b.U(1));
+  Elected(b, [&] {
+    b.Emit(Op::OpAtomicIAdd, T().Uint(), {Pointer(b, base), b.U(kScopeWorkgroup), b.U(0), b.U(1)});
+    Store(b, own, next);
+  });
+  WaitFor(b, base, b.Mul(b.U(lavapipeSubgroups), next));
+  // The barrier's own memory scope and semantics (image and storage memory as the app asked).
+  b.EmitVoid(Op::OpMemoryBarrier, {barrier.Operand(1), barrier.Operand(2)});
+}
+
+ChunkSync::Exchange ChunkSync::Publish(Builder& b, uint32_t value) {
+  TypeManager& t = T();
+  const uint32_t C = c_.Chunks();
+  Exchange x;
+  x.type = t.TypeOf(value);
+  x.words = c_.WordCount(x.type);
+  exchangeWords_ = std::max(exchangeWords_, x.words);
+  x.turn = Turn(b);
+  const uint32_t parity = b.And(x.turn, b.U(1)), base = SubgroupBase(b);
+  x.base = b.Add(base, b.Add(b.U(1 + 3 * C), b.Emit(Op::OpIMul, t.Uint(), {parity, half_})));
+  const uint32_t lane = c_.Lane(b);
+  const std::vector<uint32_t> words = c_.ToWords(b, value, x.type);
+  for (uint32_t w = 0; w < x.words; ++w) Store(b, b.Add(x.base, b.Add(b.U(w * c_.S), lane)), words[w]);
+  const uint32_t masks = b.Add(base, b.Add(b.U(1 + C), b.Mul(parity, b.U(C))));
+  // The chunk's active lanes (before the branch that only one of them takes).
+  c_.RequireCapability(spv::Capability::GroupNonUniformBallot);
+  const uint32_t ballot = b.Emit(Op::OpGroupNonUniformBallot, t.Vector(t.Uint(), 4), {b.U(kScopeSubgroup), c_.True()});
+  const uint32_t active = b.Emit(Op::OpCompositeExtract, t.Uint(), {ballot, 0}), own = b.Add(masks, Chunk(b));
+  Elected(b, [&] { Store(b, own, active); });
+  x.complete = Meet(b, x.turn);
+  for (uint32_t j = 0; j < C; ++j) x.activeWords.push_back(Load(b, b.Add(masks, b.U(j))));
+  return x;
+}
+
+uint32_t ChunkSync::Active(Builder& b, const Exchange& x, uint32_t lane) {
+  TypeManager& t = T();
+  const uint32_t chunk = b.Div(lane, b.U(c_.N));
+  uint32_t mask = x.activeWords[0];
+  for (uint32_t j = 1; j < x.activeWords.size(); ++j)
+    mask = b.Emit(Op::OpSelect, t.Uint(), {b.Emit(Op::OpIEqual, t.Bool(), {chunk, b.U(j)}), x.activeWords[j], mask});
+  const uint32_t bit = b.And(b.ShiftRight(mask, b.Mod(lane, b.U(c_.N))), b.U(1));
+  return b.Emit(Op::OpLogicalAnd, t.Bool(), {x.complete, b.Emit(Op::OpINotEqual, t.Bool(), {bit, b.U(0)})});
+}
+
+uint32_t ChunkSync::Read(Builder& b, const Exchange& x, uint32_t lane) {
+  std::vector<uint32_t> words;
+  for (uint32_t w = 0; w < x.words; ++w) words.push_back(Load(b, b.Add(x.base, b.Add(b.U(w * c_.S), lane))));
+  size_t next = 0;
+  return c_.FromWords(b, words, next, x.type);
+}
+
+// Each entry point becomes a function the new entry point calls between two meetings of
+// every chunk: the area zeroed before anything runs, and, at the end, every chunk waits
+// for the others. Lavapipe resumes the subgroups suspended at a barrier only while none
+// has finished; a chunk that returned while others still met would leave them unfinished.
+void ChunkSync::WrapEntryPoints() {
+  TypeManager& t = T();
+  const size_t originals = c_.m.functions.size();
+  for (ir::Instruction& entry : c_.m.entryPoints) {
+    const uint32_t body = entry.Operand(1);
+    size_t index = 0;
+    while (index < originals && c_.m.functions[index].definition.resultId != body) ++index;
+    if (index == originals) Fail("entry point %" + std::to_string(body) + " has no function");
+    ir::Function wrapper;
+    wrapper.definition = c_.m.functions[index].definition;
+    wrapper.definition.resultId = c_.m.TakeId();
+    wrapper.end = c_.m.functions[index].end;
+    wrapper.blocks.emplace_back();
+    wrapper.blocks.front().instructions.emplace_back(Op::OpLabel, 0, c_.m.TakeId(), std::vector<uint32_t>{});
+    c_.m.functions.push_back(std::move(wrapper));
+    ir::Function& f = c_.m.functions.back();
+    Builder b(c_.C(), f, 0, 1);
+    const uint32_t total = b.Add(b.Mul(b.U(c_.SubgroupsPerWorkgroup()), stride_), b.U(1 + c_.LavapipeSubgroupsPerWorkgroup()));
+    b.Loop(LoadBuiltin(b, spv::BuiltIn::LocalInvocationIndex), total, b.U(c_.invocations),
+           [&](uint32_t word) { Store(b, word, b.U(0)); });
+    Yield(b);
+    b.Emit(Op::OpFunctionCall, t.Void(), {body});
+    const uint32_t workgroup = b.U(kScopeWorkgroup);
+    WorkgroupBarrier(b, ir::Instruction(Op::OpControlBarrier, 0, 0, {workgroup, workgroup, c_.C().BarrierSemantics()}));
+    b.EmitVoid(Op::OpReturn, {});
+    for (ir::Instruction& mode : c_.m.executionModes)
+      if (mode.Operand(0) == body) mode.operands[0] = f.definition.resultId;
+    entry.operands[1] = f.definition.resultId;
+    // The Function variables the builder made (the wait's counter) join the entry block.
+    std::vector<ir::Instruction>& variables = c_.C().newVariables;
+    f.blocks.front().instructions.insert(f.blocks.front().instructions.begin() + 1, std::make_move_iterator(variables.begin()),
+                                         std::make_move_iterator(variables.end()));
+    variables.clear();
+  }
+}
+
+void ChunkSync::Finish() {
+  TypeManager& t = T();
+  const uint32_t C = c_.Chunks();
+  const uint32_t half = std::max<uint32_t>(exchangeWords_, 1) * c_.S, stride = 1 + 3 * C + 2 * half;
+  t.AddGlobal(ir::Instruction(Op::OpConstant, t.Uint(), stride_, {stride}));
+  t.AddGlobal(ir::Instruction(Op::OpConstant, t.Uint(), half_, {half}));
+  if (!used_) return;
+  const uint64_t words = uint64_t(stride) * c_.SubgroupsPerWorkgroup() + 1 + c_.LavapipeSubgroupsPerWorkgroup();
+  c_.result.scratchBytes += static_cast<uint32_t>(words * 4);
+  const uint32_t array = t.UndecoratedArray(t.Uint(), t.UintConstant(static_cast<uint32_t>(words)));
+  t.AddGlobal(ir::Instruction(Op::OpVariable, t.Pointer(spv::StorageClass::Workgroup, array), variable_,
+                              {static_cast<uint32_t>(spv::StorageClass::Workgroup)}));
+  if (c_.m.SpirvMinor() >= 4)
+    for (ir::Instruction& entry : c_.m.entryPoints) entry.operands.push_back(variable_);
+}
+
+}  // namespace coopmat::virt::detail
