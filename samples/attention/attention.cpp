@@ -48,6 +48,7 @@ constexpr double kLseTolerance = 1e-3;     // max |lse - reference|
 struct Options {
   uint32_t seq = 256, dim = 64, heads = 4, batch = 1;
   uint32_t tile = 8;  // Br = Bc: 8 (the only KHR shape lavapipe has) or 16
+  uint32_t subgroups = 1;  // query blocks per workgroup of the EXT kernel (16x16 tiles)
   bool causal = true;
   int runs = 15;
   bool checkOnly = false;
@@ -70,7 +71,8 @@ struct Problem {
 void Usage() {
   std::fprintf(stderr,
                "usage: attention [--seq N] [--dim D] [--heads H] [--batch B] [--no-causal] [--runs R]\n"
-               "                 [--tile 8|16] [--ways layer,khr,nv,portable,spec] [--k-transpose] [--no-layer]\n"
+               "                 [--tile 8|16] [--subgroups 1|2|4] [--ways layer,khr,nv,portable,spec] [--k-transpose]\n"
+               "                 [--no-layer]\n"
                "                 [--compile-times] [--check-only]\n"
                "  --seq N        sequence length, a multiple of the tile edge (default 256)\n"
                "  --dim D        head dimension: 16, 32, 64 or 128 (default 64)\n"
@@ -82,6 +84,8 @@ void Usage() {
                "                 lowering=portable, on a second instance; spec = specialization-constant tiles)\n"
                "  --tile 16      16x16 tiles, one subgroup of the device's size (16, 32, 64) per workgroup;\n"
                "                 the KHR and NV ways are 8x8 only (default: 8)\n"
+               "  --subgroups N  with --tile 16: ways 1 and 4 give each workgroup N query blocks, one per\n"
+               "                 subgroup, sharing the key and value blocks in shared memory (default: 1)\n"
                "  --k-transpose  way 1 builds K^T with coopMatTransposeEXT instead of a column-major load\n"
                "  --no-layer     do not enable VK_LAYER_coopmat_maintenance1 (way 1 then needs a native driver)\n"
                "  --compile-times  also report the driver's compile time per way (Mesa's shader cache off; slow)\n"
@@ -105,6 +109,7 @@ std::optional<Options> Parse(int argc, char** argv) {
     else if (arg == "--heads") ok = number(o.heads);
     else if (arg == "--batch") ok = number(o.batch);
     else if (arg == "--tile") ok = number(o.tile) && (o.tile == 8 || o.tile == 16);
+    else if (arg == "--subgroups") ok = number(o.subgroups) && (o.subgroups == 1 || o.subgroups == 2 || o.subgroups == 4);
     else if (arg == "--runs") {
       uint32_t runs = 0;
       ok = number(runs);
@@ -140,8 +145,12 @@ std::optional<Options> Parse(int argc, char** argv) {
       return std::nullopt;
     }
   }
-  if (o.seq % o.tile != 0 || (o.dim != 16 && o.dim != 32 && o.dim != 64 && o.dim != 128)) {
-    std::fprintf(stderr, "attention: --seq must be a multiple of the tile edge and --dim one of 16, 32, 64, 128\n");
+  if (o.subgroups > 1 && o.tile != 16) {
+    std::fprintf(stderr, "attention: --subgroups needs --tile 16\n");
+    return std::nullopt;
+  }
+  if (o.seq % (o.tile * o.subgroups) != 0 || (o.dim != 16 && o.dim != 32 && o.dim != 64 && o.dim != 128)) {
+    std::fprintf(stderr, "attention: --seq must be a multiple of the tile edge (times --subgroups) and --dim one of 16, 32, 64, 128\n");
     return std::nullopt;
   }
   return o;
@@ -195,6 +204,7 @@ struct Way {
   bool available;
   std::string why;  // when not available
   std::vector<std::pair<uint32_t, uint32_t>> specialization = {};
+  uint32_t subgroups = 1;  // query blocks (subgroups) per workgroup
 };
 
 struct Outcome {
@@ -230,7 +240,7 @@ std::unique_ptr<sample::Kernel> Prepare(const sample::Context& context, const Pr
         std::make_unique<sample::Kernel>(context, spirv, sample::KernelOptions{.bindings = 5, .pushConstantBytes = sizeof(Push),
                                                                    .specialization = way.specialization});
     out.moduleUs = kernel->moduleMicroseconds();
-    kernel->Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / p.options.tile,
+    kernel->Record({&buffers.q, &buffers.k, &buffers.v, &buffers.o, &buffers.lse}, p.options.seq / p.options.tile / way.subgroups,
                   p.options.heads, p.options.batch, sample::AsBytes(push));
 
     // Check: fill the outputs with NaN so that anything left unwritten shows.
@@ -279,8 +289,10 @@ int main(int argc, char** argv) {
     const bool small = tile == 8;  // the shaders built for lavapipe's 8x8 tiles and 8 lanes
     // 16x16 tiles: one workgroup is one subgroup, built for 16, 32 and 64 lanes.
     const bool warpBuilt = small || warp == 16 || warp == 32 || warp == 64;
+    const uint32_t groupBlocks = small ? 1 : options.subgroups;
     const std::string ext = small ? (options.kTranspose ? "attention_ext_kt" : "attention_ext")
-                                  : "attention_ext_t16_w" + std::to_string(warp);
+                                  : "attention_ext_t16_w" + std::to_string(warp) +
+                                        (groupBlocks > 1 ? "_s" + std::to_string(groupBlocks) : "");
     const bool extBuilt = warpBuilt && (small || !options.kTranspose);
     const std::string unbuilt = !warpBuilt ? "no 16x16 build for " + std::to_string(warp) + "-lane subgroups"
                                            : "no 16x16 build with --k-transpose";
@@ -288,13 +300,13 @@ int main(int argc, char** argv) {
     Way ways[kWays] = {
         {"maintenance1", options.layer ? "EXT shader through VK_LAYER_coopmat_maintenance1" : "EXT shader, native",
          ext + dim, context.maintenance1() && extBuilt,
-         !extBuilt ? unbuilt : "VK_EXT_cooperative_matrix_maintenance1 not available"},
+         !extBuilt ? unbuilt : "VK_EXT_cooperative_matrix_maintenance1 not available", {}, groupBlocks},
         {"KHR+shared", "KHR-only shader, softmax through shared memory", "attention_khr" + dim, small, eightOnly},
         {"NV native", "NV_cooperative_matrix2 shader, the driver's own ops", "attention_nv" + dim,
          small && context.nvCoopmat2(), small ? "VK_NV_cooperative_matrix2 not available" : eightOnly},
         {"portable", "EXT shader through the layer with lowering=portable", ext + dim,
          extBuilt && portable && portable->maintenance1(),
-         !extBuilt ? unbuilt : options.layer ? "the layer does not serve this driver" : "needs the layer"},
+         !extBuilt ? unbuilt : options.layer ? "the layer does not serve this driver" : "needs the layer", {}, groupBlocks},
         {"spec tiles", "way 1's kernel with specialization-constant tiles (TM, TN, TK) and subgroup size (WARP)",
          "attention_ext_spec" + dim, context.maintenance1(), "VK_EXT_cooperative_matrix_maintenance1 not available",
          {{3, tile}, {4, tile}, {5, tile}, {6, warp}}},
@@ -302,9 +314,9 @@ int main(int argc, char** argv) {
 
     std::printf("device: %s (%s)\n", context.deviceName().c_str(), context.driverInfo().c_str());
     std::printf("attention: batch %u, heads %u, seq %u, head dim %u, %s, f16 Q/K/V, f32 O; %ux%u tiles, one subgroup "
-                "of %u lanes per %u query rows (%u workgroups)\n",
+                "of %u lanes per %u query rows, %u subgroups per workgroup in ways 1 and 4\n",
                 options.batch, options.heads, options.seq, options.dim, options.causal ? "causal" : "not causal", tile,
-                tile, small ? 8 : warp, tile, options.seq / tile * options.heads * options.batch);
+                tile, small ? 8 : warp, tile, groupBlocks);
     std::printf("tolerance: max |O - ref| <= %.0e, max |lse - ref| <= %.0e (reference in double from the same f16 "
                 "inputs)\n\n",
                 kOutputTolerance, kLseTolerance);

@@ -16,6 +16,11 @@
 // row r holds row r's value, so they combine element-wise with S and O.
 //
 // Defines: HEAD_DIM (multiple of the tile edge); TILE and WARP_SIZE (below; 8 by default).
+//   SUBGROUPS    query blocks per workgroup, one per subgroup (default 1). With more, the
+//                workgroup stages each K and V block in shared memory for all its
+//                subgroups (between workgroup barriers), and under the causal mask each
+//                subgroup stops at its own diagonal while the others go on: subgroups of
+//                one workgroup take different paths, as real kernels' do.
 //   SPEC_TILES   the tile sizes are specialization constants, as published kernels
 //                declare them: TM, TN, TK (SpecIds 3-5) and the subgroup size WARP
 //                (SpecId 6, also the workgroup size). P goes from TM x TN to an A
@@ -32,6 +37,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
 #ifdef NV_NATIVE
 #extension GL_NV_cooperative_matrix2 : require
 #define coopMatReduceEXT coopMatReduceNV
@@ -56,7 +62,10 @@ layout(constant_id = 6) const uint WARP = 8;  // one subgroup per workgroup
 #ifndef WARP_SIZE
 #define WARP_SIZE 8
 #endif
-layout(local_size_x = WARP_SIZE) in;
+#ifndef SUBGROUPS
+#define SUBGROUPS 1
+#endif
+layout(local_size_x = WARP_SIZE * SUBGROUPS) in;
 const uint TM = TILE, TN = TILE, TK = TILE;
 #endif
 
@@ -101,8 +110,25 @@ float SumOf(const in float a, const in float b) { return a + b; }
 shared float rowStats[T * T];
 #endif
 
+#if SUBGROUPS > 1
+// The key and value block every subgroup of the workgroup reads.
+shared float16_t kStage[TN * HEAD_DIM];
+shared float16_t vStage[TN * HEAD_DIM];
+#define K_SRC kStage
+#define V_SRC vStage
+#define KV_BASE(c0) 0u
+#else
+#define K_SRC k
+#define V_SRC v
+#define KV_BASE(c0) (base + (c0) * HEAD_DIM)
+#endif
+
 void main() {
+#if SUBGROUPS > 1
+  const uint qBlock = gl_WorkGroupID.x * SUBGROUPS + gl_SubgroupID;
+#else
   const uint qBlock = gl_WorkGroupID.x;
+#endif
   const uint head = gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z;  // batch-major
   const uint base = head * pc.seqLen * HEAD_DIM;  // element offset of this head's Q/K/V/O
   const uint q0 = qBlock * T;
@@ -116,18 +142,33 @@ void main() {
   Acc l = Acc(0.0);        // running row sum of exp(S - m)
 
   const uint blocks = pc.causal != 0 ? (q0 + TM + TN - 1) / TN : pc.seqLen / TN;
+#if SUBGROUPS > 1
+  // Every subgroup goes round as often as the workgroup's last query block needs.
+  const uint lastQ0 = (gl_WorkGroupID.x * SUBGROUPS + SUBGROUPS - 1) * T;
+  const uint groupBlocks = pc.causal != 0 ? (lastQ0 + TM + TN - 1) / TN : pc.seqLen / TN;
+  for (uint kb = 0; kb < groupBlocks; ++kb) {
+    const uint c0 = kb * TN;
+    barrier();  // every subgroup is done with the previous block
+    for (uint i = gl_LocalInvocationIndex; i < TN * HEAD_DIM; i += gl_WorkGroupSize.x) {
+      kStage[i] = k[base + c0 * HEAD_DIM + i];
+      vStage[i] = v[base + c0 * HEAD_DIM + i];
+    }
+    barrier();
+    if (kb >= blocks) continue;  // past this subgroup's diagonal
+#else
   for (uint kb = 0; kb < blocks; ++kb) {
     const uint c0 = kb * TN;
+#endif
     // S = Q · K^T
     Acc s = Acc(0.0);
     [[unroll]] for (uint d = 0; d < DT; ++d) {
       TileB kT;
 #ifdef K_TRANSPOSE
       coopmat<float16_t, gl_ScopeSubgroup, TN, TK, gl_MatrixUseAccumulator> kTile;
-      coopMatLoad(kTile, k, base + c0 * HEAD_DIM + d * TK, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(kTile, K_SRC, KV_BASE(c0) + d * TK, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
       coopMatTransposeEXT(kT, kTile);
 #else
-      coopMatLoad(kT, k, base + c0 * HEAD_DIM + d * TK, HEAD_DIM, gl_CooperativeMatrixLayoutColumnMajor);
+      coopMatLoad(kT, K_SRC, KV_BASE(c0) + d * TK, HEAD_DIM, gl_CooperativeMatrixLayoutColumnMajor);
 #endif
       s = coopMatMulAdd(qTile[d], kT, s);
     }
@@ -148,7 +189,7 @@ void main() {
     const TileA pA = TileA(p);
     [[unroll]] for (uint d = 0; d < DO; ++d) {
       TileB vTile;
-      coopMatLoad(vTile, v, base + c0 * HEAD_DIM + d * TN, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
+      coopMatLoad(vTile, V_SRC, KV_BASE(c0) + d * TN, HEAD_DIM, gl_CooperativeMatrixLayoutRowMajor);
       coopMatPerElementEXT(oTile[d], oTile[d], Mul, alpha);
       oTile[d] = coopMatMulAdd(pA, vTile, oTile[d]);
     }
