@@ -1,8 +1,12 @@
-# `cpack` in the build folder. On Linux (-G DEB): one Debian package with the layer (and its
-# implicit-layer manifest in /usr/share/vulkan/implicit_layer.d, so every app gets
-# it unless DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1=1), coopmat-lower, coopmat-info,
-# the samples under /usr/libexec/coopmat-maintenance1 and the docs.
+# `cpack` in the build folder (scripts/package, docs/packaging.md). On Linux: one Debian
+# package and one tarball (`cmake --install` tree) with the layer (and its implicit-layer
+# manifest in share/vulkan/implicit_layer.d, so every app gets it unless
+# DISABLE_VK_LAYER_COOPMAT_MAINTENANCE1=1), coopmat-lower, coopmat-info, the samples
+# under libexec/coopmat-maintenance1 and the docs. They copy what was built: cpack runs in
+# a root with dpkg-dev, which must not rebuild what the toolchain root built.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/design.md ${PROJECT_SOURCE_DIR}/docs/performance.md
+              ${PROJECT_SOURCE_DIR}/docs/packaging.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/coopmat-maintenance1)
 
 set(CPACK_PACKAGE_NAME coopmat-maintenance1)
@@ -31,12 +35,17 @@ if(WIN32)
   set(CPACK_NSIS_EXTRA_INSTALL_COMMANDS "!insertmacro CoopmatRegisterLayer")
   set(CPACK_NSIS_EXTRA_UNINSTALL_COMMANDS "!insertmacro CoopmatUnregisterLayer")
 else()
-  set(CPACK_GENERATOR DEB)
-  set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+  set(CPACK_GENERATOR DEB TGZ)
+  set(CPACK_STRIP_FILES ON)  # 8 MB of layer instead of 34 (its debug info)
   set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
   set(CPACK_DEBIAN_PACKAGE_MAINTAINER "coopmat-maintenance1 developers")
   set(CPACK_DEBIAN_PACKAGE_SECTION graphics)
-  # What the binaries link (dpkg-shlibdeps is not assumed to be installed).
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libstdc++6, libvulkan1 (>= 1.4.309), libspirv-cross-c-shared0")
+  # Depends as dpkg-shlibdeps reads them from the binaries (glibc and the Vulkan loader,
+  # with the versions their symbols need), never written here; cmake/cpack_generators.cmake
+  # stops a package made without it.
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+  # The tarball and its one top folder; the Debian package is named as Debian names them.
+  set(CPACK_PACKAGE_FILE_NAME ${CPACK_PACKAGE_NAME}-${PROJECT_VERSION}-linux-${CMAKE_SYSTEM_PROCESSOR})
+  set(CPACK_PROJECT_CONFIG_FILE ${PROJECT_SOURCE_DIR}/cmake/cpack_generators.cmake)
 endif()
 include(CPack)

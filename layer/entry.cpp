@@ -64,6 +64,8 @@ const NamedFunction kInstanceFunctions[] = {
     {"vkGetPhysicalDeviceFeatures2", &Guarded<&GetPhysicalDeviceFeatures2>},
     {"vkGetPhysicalDeviceFeatures2KHR", &Guarded<&GetPhysicalDeviceFeatures2KHR>},
     {"vkCreateDevice", &Guarded<&CreateDevice>},
+    {"vkCreateDebugUtilsMessengerEXT", &Guarded<&CreateDebugUtilsMessengerEXT>},
+    {"vkDestroyDebugUtilsMessengerEXT", &Guarded<&DestroyDebugUtilsMessengerEXT>},
 };
 
 const NamedFunction kPhysicalDeviceFunctions[] = {

@@ -185,7 +185,9 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* pCreat
   Load(*data, d.GetPhysicalDeviceFeatures2, "vkGetPhysicalDeviceFeatures2");
   Load(*data, d.GetPhysicalDeviceFeatures2KHR, "vkGetPhysicalDeviceFeatures2KHR");
   Load(*data, d.GetPhysicalDeviceCooperativeMatrixPropertiesKHR, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
-  Load(*data, d.SubmitDebugUtilsMessageEXT, "vkSubmitDebugUtilsMessageEXT");
+  Load(*data, d.CreateDebugUtilsMessengerEXT, "vkCreateDebugUtilsMessengerEXT");
+  Load(*data, d.DestroyDebugUtilsMessengerEXT, "vkDestroyDebugUtilsMessengerEXT");
+  data->messengers.CreatingInstance(pCreateInfo->pNext);
   if (nextGetPhysicalDeviceProcAddr) {
     // A driver that implements the EXT natively answers this; otherwise null.
     d.GetPhysicalDeviceCooperativeMatrixProperties2EXT = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixProperties2EXT>(
@@ -200,6 +202,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* pCreat
       std::string("settings: force_enable=") + (stored->settings.forceEnable ? "true" : "false") +
           " log_level=" + LogLevelName(stored->settings.logLevel) + " validate=" +
           (stored->settings.validate ? "true" : "false") + " dump_dir='" + stored->settings.dumpDir + "'");
+  stored->messengers.InstanceCreated();
   return VK_SUCCESS;
 }
 

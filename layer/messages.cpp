@@ -35,14 +35,11 @@ void Log(const InstanceData* instance, LogLevel level, const std::string& messag
     std::fprintf(stderr, "%s: %s: %s\n", kLogPrefix, LogLevelName(level), message.c_str());
     std::fflush(stderr);
   }
-  if (!instance || !instance->debugUtilsEnabled || !instance->dispatch.SubmitDebugUtilsMessageEXT) return;
-  // Submitting down the chain reaches every messenger the loader knows about,
-  // including those chained into VkInstanceCreateInfo.
+  if (!instance || !instance->debugUtilsEnabled) return;
   VkDebugUtilsMessengerCallbackDataEXT data{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CALLBACK_DATA_EXT};
   data.pMessageIdName = kLayerName;
   data.pMessage = message.c_str();
-  instance->dispatch.SubmitDebugUtilsMessageEXT(instance->instance, SeverityOf(level),
-                                                VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, &data);
+  instance->messengers.Deliver(SeverityOf(level), VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT, data);
 }
 
 std::string ResultName(VkResult result) {

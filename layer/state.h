@@ -19,6 +19,7 @@
 #include "coopmat/layout.h"
 #include "coopmat/lower.h"
 #include "lowering_cache.h"
+#include "messengers.h"
 #include "settings.h"
 
 namespace coopmat::layer {
@@ -37,7 +38,8 @@ struct InstanceDispatch {
   PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2KHR = nullptr;
   PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR GetPhysicalDeviceCooperativeMatrixPropertiesKHR = nullptr;
   PFN_vkGetPhysicalDeviceCooperativeMatrixProperties2EXT GetPhysicalDeviceCooperativeMatrixProperties2EXT = nullptr;
-  PFN_vkSubmitDebugUtilsMessageEXT SubmitDebugUtilsMessageEXT = nullptr;
+  PFN_vkCreateDebugUtilsMessengerEXT CreateDebugUtilsMessengerEXT = nullptr;
+  PFN_vkDestroyDebugUtilsMessengerEXT DestroyDebugUtilsMessengerEXT = nullptr;
 };
 
 struct DeviceDispatch {
@@ -106,6 +108,7 @@ struct InstanceData {
   Settings settings;
   uint32_t apiVersion = VK_API_VERSION_1_0;
   bool debugUtilsEnabled = false;
+  Messengers messengers;  // the app's, which Log calls
 
   std::mutex physicalDevicesMutex;
   std::unordered_map<VkPhysicalDevice, PhysicalDeviceInfo> physicalDevices;

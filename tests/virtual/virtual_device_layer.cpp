@@ -138,6 +138,26 @@ std::vector<VkExtensionProperties> EmulatedExtensions() {
   if (Flexible()) add(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_2_SPEC_VERSION);
   return list;
 }
+// VK_KHR_cooperative_matrix itself where the driver below has none (Debian 13's Mesa 25.0
+// lavapipe: the Debian 13 package stage, tests/package): every matrix operation is
+// rewritten away anyway, so the driver never needs it. A driver that has it keeps it.
+bool ListsKhrCooperativeMatrix(const std::vector<VkExtensionProperties>& list) {
+  return std::any_of(list.begin(), list.end(), [](const VkExtensionProperties& e) {
+    return std::strcmp(e.extensionName, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0;
+  });
+}
+// The driver's own device extensions (empty when it fails to list them).
+std::vector<VkExtensionProperties> DriverExtensions(VkPhysicalDevice pd) {
+  auto next = Next<PFN_vkEnumerateDeviceExtensionProperties>(pd, "vkEnumerateDeviceExtensionProperties");
+  uint32_t n = 0;
+  if (next(pd, nullptr, &n, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkExtensionProperties> list(n);
+  if (next(pd, nullptr, &n, list.data()) != VK_SUCCESS) return {};
+  list.resize(n);
+  return list;
+}
+bool DriverHasKhrCooperativeMatrix(VkPhysicalDevice pd) { return ListsKhrCooperativeMatrix(DriverExtensions(pd)); }
+
 // VK_NV_cooperative_matrix2 only as its flexible dimensions (profile.h): shapes are
 // layouts of the profile, which the rewrite lays out like any other; none of the
 // extension's operations. Lavapipe's own is never used.
@@ -247,7 +267,13 @@ VKAPI_ATTR void VKAPI_CALL GetPhysicalDeviceFeatures2(VkPhysicalDevice pd, VkPhy
   auto next = Next<PFN_vkGetPhysicalDeviceFeatures2>(pd, "vkGetPhysicalDeviceFeatures2");
   if (!next) next = Next<PFN_vkGetPhysicalDeviceFeatures2>(pd, "vkGetPhysicalDeviceFeatures2KHR");
   next(pd, f);
+  const bool khrEmulated = !DriverHasKhrCooperativeMatrix(pd);
   for (auto* s = static_cast<VkBaseOutStructure*>(f->pNext); s; s = s->pNext) {
+    if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR && khrEmulated) {
+      auto* khr = reinterpret_cast<VkPhysicalDeviceCooperativeMatrixFeaturesKHR*>(s);
+      khr->cooperativeMatrix = VK_TRUE;
+      khr->cooperativeMatrixRobustBufferAccess = VK_FALSE;
+    }
     if (s->sType == VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR) {
       auto* bf16 = reinterpret_cast<VkPhysicalDeviceShaderBfloat16FeaturesKHR*>(s);
       bf16->shaderBFloat16Type = bf16->shaderBFloat16CooperativeMatrix = ListsBfloat16() ? VK_TRUE : VK_FALSE;
@@ -329,8 +355,10 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
   std::vector<VkExtensionProperties> list(n);
   next(pd, nullptr, &n, list.data());
   list.resize(n);
+  const bool khrEmulated = !ListsKhrCooperativeMatrix(list);
   std::erase_if(list, [](const VkExtensionProperties& e) { return IsHidden(e.extensionName) || IsEmulated(e.extensionName); });
   for (const VkExtensionProperties& e : EmulatedExtensions()) list.push_back(e);
+  if (khrEmulated) list.push_back({VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME, VK_KHR_COOPERATIVE_MATRIX_SPEC_VERSION});
   if (!props) {
     *count = static_cast<uint32_t>(list.size());
     return VK_SUCCESS;
@@ -406,13 +434,19 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
   // Lavapipe gets none of the emulated extensions: their names and feature structs stay here.
   VkDeviceCreateInfo forLavapipe = *info;
   std::vector<const char*> extensions;
-  for (uint32_t i = 0; i < info->enabledExtensionCount; ++i)
-    if (!IsEmulated(info->ppEnabledExtensionNames[i])) extensions.push_back(info->ppEnabledExtensionNames[i]);
+  const bool khrEmulated = !DriverHasKhrCooperativeMatrix(pd);
+  for (uint32_t i = 0; i < info->enabledExtensionCount; ++i) {
+    const char* name = info->ppEnabledExtensionNames[i];
+    if (IsEmulated(name) || (khrEmulated && std::strcmp(name, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0)) continue;
+    extensions.push_back(name);
+  }
   forLavapipe.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   forLavapipe.ppEnabledExtensionNames = extensions.data();
   ChainFilter filter(&forLavapipe.pNext, {VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR,
                                           VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT8_FEATURES_EXT,
-                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV});
+                                          VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
+                                          khrEmulated ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
+                                                      : VK_STRUCTURE_TYPE_MAX_ENUM /* no struct */});
   const VkResult r = create(pd, &forLavapipe, alloc, out);
   if (r != VK_SUCCESS) return r;
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
