@@ -144,6 +144,7 @@ uint64_t OptionsFingerprint(const PhysicalDeviceInfo& device, const LowerOptions
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.maxTaskSharedMemoryBytes);
   h.Add(options.maxMeshSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
   h.Add(options.registerMovesWithShuffles).Add(options.sharedMemoryPool).Add(options.subgroupExtendedTypes);
+  h.Add(options.subgroupExecutionBarriers);
   for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);
   for (const LinearLayout& layout : options.layouts) h.Add(FormatLayout(layout));
   return h.Finish().low;
@@ -261,6 +262,8 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
         : !data->layouts.empty()         ? "compute shaders on this device have no subgroup shuffles"
                                          : "no register layouts on this device (the layout probe's messages say why)";
     data->lowerOptions.subgroupSizes = data->physicalDevice.PipelineSubgroupSizes();
+    // Lavapipe makes a Subgroup-scope execution barrier a workgroup one (LowerOptions).
+    data->lowerOptions.subgroupExecutionBarriers = data->physicalDevice.driverId != VK_DRIVER_ID_MESA_LLVMPIPE;
     if (const std::optional<DriverFamily> family = RecognizedFamily(*data))
       ApplyMeasuredCosts(*family, data->lowerOptions);
     data->optionsFingerprint = OptionsFingerprint(data->physicalDevice, data->lowerOptions);

@@ -293,7 +293,10 @@ uint32_t Scratch::MemoryOperandsMask() const { return context_.vulkanMemoryModel
 
 void Scratch::Barrier(Builder& b) {
   const uint32_t subgroup = b.U(static_cast<uint32_t>(spv::Scope::Subgroup));
-  b.EmitVoid(spv::Op::OpControlBarrier, {subgroup, subgroup, context_.BarrierSemantics()});
+  if (context_.options.subgroupExecutionBarriers)
+    b.EmitVoid(spv::Op::OpControlBarrier, {subgroup, subgroup, context_.BarrierSemantics()});
+  else
+    b.EmitVoid(spv::Op::OpMemoryBarrier, {subgroup, context_.BarrierSemantics()});
 }
 
 uint32_t Scratch::WordPointer(Builder& b, const FunctionState& fs, uint32_t wordOffset) {

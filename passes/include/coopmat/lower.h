@@ -117,6 +117,12 @@ struct LowerOptions {
   // between identical layouts stay plain register copies). Which is cheaper is a
   // property of the driver's compiler, measured per family: ApplyMeasuredCosts.
   bool registerMovesWithShuffles = true;
+  // The scratch's subgroup barriers are OpControlBarriers of Subgroup scope; false: their
+  // memory part only (OpMemoryBarrier). For lavapipe, which runs a subgroup's invocations
+  // in step yet makes every execution barrier a workgroup one (lp_bld_nir.c), so that in a
+  // workgroup whose subgroups take different paths a subgroup's barrier would wait for, or
+  // release, subgroups it has nothing to do with.
+  bool subgroupExecutionBarriers = true;
   // Shared memory the hardware divides among the workgroups resident on one
   // processor (RDNA: a WGP's 128 KiB); 0: unknown. With registerMovesWithShuffles
   // off, a module that has shared memory of its own and whose scratch would cost it a
