@@ -292,7 +292,7 @@ class SubgroupModel {
   uint32_t FirstActive(Builder& b, const ChunkSync::Exchange& x);
   void ChunkArithmetic(Builder& b, const ir::Instruction& inst);
   void ChunkOperation(Builder& b, const ir::Instruction& inst);
-  void ChunkBarrier(Builder& b, const ir::Instruction& inst);
+  void Barrier(Builder& b, const ir::Instruction& inst);
 
   Core& c_;
   std::map<uint32_t, spv::BuiltIn> builtinVars_;

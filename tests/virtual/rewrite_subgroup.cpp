@@ -515,14 +515,16 @@ void SubgroupModel::ChunkOperation(Builder& b, const ir::Instruction& inst) {
   b.Emit(Op::OpCopyObject, inst.typeId, {result}, inst.resultId);
 }
 
-// A barrier of Subgroup execution scope is a meeting of the chunks; one of Workgroup
-// scope (the app's) counts every chunk of the workgroup.
-void SubgroupModel::ChunkBarrier(Builder& b, const ir::Instruction& inst) {
+// A barrier of Subgroup execution scope: inside one lavapipe subgroup, whose invocations
+// lavapipe runs in step, its memory part only (lavapipe makes every execution barrier a
+// workgroup one, lp_bld_nir.c's visit_barrier, which subgroups on other paths never reach);
+// across chunks a meeting. One of Workgroup scope (the app's) counts every chunk.
+void SubgroupModel::Barrier(Builder& b, const ir::Instruction& inst) {
   const auto scope = T().ConstantValue(inst.Operand(0));
   if (!scope) Fail(Describe(inst) + ": its execution scope is not constant");
   if (*scope == kScopeWorkgroup) return c_.chunks->WorkgroupBarrier(b, inst);
   if (*scope != kScopeSubgroup) Fail(Describe(inst) + ": execution scope " + std::to_string(*scope) + " is not modelled");
-  c_.chunks->Meet(b);
+  if (c_.Chunked()) c_.chunks->Meet(b);
   b.EmitVoid(Op::OpMemoryBarrier, {inst.Operand(1), inst.Operand(2)});
 }
 
@@ -531,7 +533,8 @@ void SubgroupModel::ChunkBarrier(Builder& b, const ir::Instruction& inst) {
 bool SubgroupModel::Handles(const ir::Instruction& inst) const {
   if (inst.opcode == Op::OpLoad) return builtinVars_.count(inst.Operand(0)) != 0;
   if (IsShuffle(inst.opcode)) return true;
-  if (inst.opcode == Op::OpControlBarrier) return c_.Chunked();
+  if (inst.opcode == Op::OpControlBarrier)
+    return c_.Chunked() || c_.T().ConstantValue(inst.Operand(0)) == kScopeSubgroup;
   if (!Confined() || !IsSubgroupOperation(inst.opcode)) return false;
   // What stays inside a lavapipe subgroup runs as it is: quads, a bit of a given ballot,
   // clusters no larger than lavapipe's subgroup.
@@ -560,7 +563,7 @@ void SubgroupModel::Rewrite(Builder& b, const ir::Instruction& inst) {
     b.Emit(Op::OpCopyObject, inst.typeId, {BuiltinValue(b, builtinVars_.at(inst.Operand(0)), inst.typeId)}, inst.resultId);
     return;
   }
-  if (inst.opcode == Op::OpControlBarrier) return ChunkBarrier(b, inst);
+  if (inst.opcode == Op::OpControlBarrier) return Barrier(b, inst);
   if (IsShuffle(inst.opcode)) return Shuffle(b, inst);
   if (c_.Chunked()) return CombinerOf(inst.opcode) ? ChunkArithmetic(b, inst) : ChunkOperation(b, inst);
   if (CombinerOf(inst.opcode)) return SegmentArithmetic(b, inst);
