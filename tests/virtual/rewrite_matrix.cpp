@@ -331,22 +331,31 @@ void MatrixRewrite::MulAdd(Builder& b, const ir::Instruction& inst) {
       return ToResultType(b, encoded_.Decode(b, word, *format), sumType, false);
     return ToResultType(b, c_.FromWord(b, word, matrix.info.componentType), sumType, isSigned);
   };
+  // Over K in a loop (in order, each element's sum in a Function variable): the code stays
+  // small enough for lavapipe to compile kernels of many MulAdds in seconds.
   const auto coords = Coordinates(b, r);
-  std::vector<uint32_t> elements;
+  std::vector<uint32_t> sums;
   for (uint32_t e = 0; e < r.length; ++e) {
-    const auto [row, col] = coords[e];
-    uint32_t acc = widen(b.Emit(Op::OpCompositeExtract, c.info.componentType, {inst.Operand(2), e}), c, cSigned);
-    const uint32_t aRow = b.Mul(row, b.U(K));
-    for (uint32_t k = 0; k < K; ++k) {
-      const uint32_t x = operand(c_.LoadWord(b, base, b.Add(aRow, b.U(k))), a, aSigned);
-      const uint32_t y = operand(c_.LoadWord(b, base, b.Add(b.U(M * K + k * N), col)), bm, bSigned);
+    sums.push_back(b.Variable(sumType));
+    b.EmitVoid(Op::OpStore, {sums[e], widen(b.Emit(Op::OpCompositeExtract, c.info.componentType, {inst.Operand(2), e}), c, cSigned)});
+  }
+  b.Loop(b.U(0), b.U(K), b.U(1), [&](uint32_t k) {
+    for (uint32_t e = 0; e < r.length; ++e) {
+      const auto [row, col] = coords[e];
+      const uint32_t x = operand(c_.LoadWord(b, base, b.Add(b.Mul(row, b.U(K)), k)), a, aSigned);
+      const uint32_t y = operand(c_.LoadWord(b, base, b.Add(b.U(M * K), b.Add(b.Mul(k, b.U(N)), col))), bm, bSigned);
       const uint32_t product = b.Emit(isFloat ? Op::OpFMul : Op::OpIMul, sumType, {x, y});
-      acc = b.Emit(isFloat ? Op::OpFAdd : Op::OpIAdd, sumType, {acc, product});
+      const uint32_t acc = b.Emit(isFloat ? Op::OpFAdd : Op::OpIAdd, sumType, {b.Emit(Op::OpLoad, sumType, {sums[e]}), product});
       if (isFloat) {
         NoContraction(product);
         NoContraction(acc);
       }
+      b.EmitVoid(Op::OpStore, {sums[e], acc});
     }
+  });
+  std::vector<uint32_t> elements;
+  for (uint32_t e = 0; e < r.length; ++e) {
+    uint32_t acc = b.Emit(Op::OpLoad, sumType, {sums[e]});
     if (resultFormat) acc = c_.FromWord(b, encoded_.Encode(b, acc, *resultFormat, false), resultType);
     elements.push_back(acc);
   }
