@@ -223,6 +223,17 @@ def write(path, family):
     open(path, "w").write("\n".join(kept) + "\n")
 
 
+def disagreement(family, k, tile, line, what):
+    """[] when `line` is the family's formula for key k (made of `tile`), else one problem naming a slot."""
+    expected = slots_of_formula(family, k[1], k[0], k[2], k[3], k[4], tile)
+    got = slots_of_line(line)
+    if expected == got:
+        return []
+    bad = next(s for s in sorted(set(expected) | set(got)) if got.get(s) != expected.get(s))
+    return [f"{what} the {family} formula at lane {bad[0]} element {bad[1]}: formula {expected.get(bad)}, "
+            f"got {got.get(bad)}\n    {line}"]
+
+
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "write":
         return write(sys.argv[2], sys.argv[3])
@@ -245,13 +256,8 @@ def main():
         if not tile:
             problems.append(f"the profile lays out {' '.join(map(str, k))}, which is no configuration's shape nor made of one")
             continue
-        expected = slots_of_formula(family, k[1], k[0], k[2], k[3], k[4], tile)
-        got = slots_of_line(line)
         compared += 1
-        if expected != got:
-            bad = next(s for s in sorted(set(expected) | set(got)) if got.get(s) != expected.get(s))
-            problems.append(f"profile line disagrees with the {family} formula at lane {bad[0]} element {bad[1]}: "
-                            f"formula {expected.get(bad)}, line {got.get(bad)}\n    {line}")
+        problems += disagreement(family, k, tile, line, "profile line disagrees with")
     product_compared = 0
     if product_tool:
         for size in sizes:
@@ -269,13 +275,9 @@ def main():
                 tile = tile_of(k, configs)
                 if not is_config and not (flexible and tile and k[2] <= flexible and k[3] <= flexible):
                     continue
-                expected = slots_of_formula(family, k[1], k[0], k[2], k[3], k[4], tile if not is_config else (k[2], k[3]))
-                got = slots_of_line(line)
                 product_compared += 1
-                if expected != got:
-                    bad = next(s for s in sorted(set(expected) | set(got)) if got.get(s) != expected.get(s))
-                    problems.append(f"FINDING: the product's {family} table disagrees with the formula at lane {bad[0]} "
-                                    f"element {bad[1]}: formula {expected.get(bad)}, table {got.get(bad)}\n    {line}")
+                problems += disagreement(family, k, (k[2], k[3]) if is_config else tile, line,
+                                         f"FINDING: the product's {family} table disagrees with")
     if problems:
         sys.exit("\n".join(problems))
     print(f"{path}: {compared} layout lines equal the {family} formula", end="")
