@@ -4,7 +4,10 @@ a random GF(2)-linear map from (lane, index) bits onto (row, col) bits, so that 
 probe and register path meet layouts no driver has (images that mix rows and columns,
 replication on any lane bits, a subgroup size of 16, 32 or 64).
 
-  random_profile.py <out.txt>
+  random_profile.py <out.txt> [<subgroup size>]
+
+A size given fixes the subgroup size (16: lavapipe's own subgroups of 16, several to a workgroup,
+which no fixed profile has); the layouts are still drawn.
 
 The seed is COOPMAT_VIRTUAL_PROFILE_SEED when set, else drawn; it is printed, and written into the
 profile, so a failing run can be drawn again."""
@@ -68,6 +71,8 @@ def main():
     seed = int(os.environ.get("COOPMAT_VIRTUAL_PROFILE_SEED") or random.randrange(1, 2**31))
     rng = random.Random(seed)
     size = rng.choice([16, 32, 64])  # 8 lanes would hold 32 elements each (the lavapipe profile has 8)
+    if len(sys.argv) > 2:
+        size = int(sys.argv[2])
     lines = [
         f"# Drawn by random_profile.py with seed {seed} (COOPMAT_VIRTUAL_PROFILE_SEED={seed} draws it again).",
         "name random-gf2",
@@ -88,6 +93,7 @@ def main():
         for use, types in table.items():
             for type_name in types:
                 lines.append(random_layout(rng, type_name, use, size))
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"random profile: subgroup size {size}, seed {seed} (COOPMAT_VIRTUAL_PROFILE_SEED={seed} draws it again) -> {out}")

@@ -91,12 +91,13 @@ uint32_t Core::SubgroupId(Builder& b) {
 }
 
 // Execution and Workgroup memory of one subgroup: matrix operations are reached by the
-// whole subgroup (segmented: the whole segment of a lavapipe subgroup, whose lanes
-// lavapipe runs in step; chunked: its chunks meet).
+// whole subgroup. Chunked: its chunks meet. Otherwise its lanes are those of one lavapipe
+// subgroup, which lavapipe runs in step, so the memory part is all it needs; an execution
+// barrier would be a workgroup one there (lp_bld_nir.c's visit_barrier), which subgroups on
+// other paths never reach.
 uint32_t Core::SubgroupBarrier(Builder& b) {
   if (Chunked()) return chunks->Meet(b);
-  const uint32_t subgroup = b.U(kScopeSubgroup);
-  b.EmitVoid(Op::OpControlBarrier, {subgroup, subgroup, C().BarrierSemantics()});
+  b.EmitVoid(Op::OpMemoryBarrier, {b.U(kScopeSubgroup), C().BarrierSemantics()});
   return True();
 }
 
