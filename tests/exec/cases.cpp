@@ -318,6 +318,7 @@ std::string Run(const Env& env, const ConvertCase& c, const std::string& targetE
   std::vector<Bytes> buffers = {Pack(in), Bytes(n * c.rows * c.cols * Size(c.type2)),
                                 cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
   cmtest::ComputeJob job;
+  job.path = c.path;
   job.spirv = LoadShader(c.Name(), targetEnv);
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 

@@ -59,6 +59,9 @@ struct ConvertCase {
   bool nearLimit = false;  // convert_..._nearlimit: the canary fills all but 128 bytes of lavapipe's limit
   bool viaAcc = false;     // convert_..._viaacc: A <-> B through an f32 accumulator (no one operation does it)
   bool saturate = false;   // convert_..._sat: saturatedConvertEXT into fp8
+  // How the SPIR-V reaches the device (the Env needs maintenance5 / shader objects for the
+  // other paths); not part of the shader's name.
+  cmtest::ShaderPath path = cmtest::ShaderPath::Module;
   std::string Name() const;
 };
 std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid);
