@@ -23,8 +23,9 @@ struct GetCoordCase {
 std::string Run(const Env& env, const GetCoordCase& c, const std::string& targetEnv, const Grid& grid);
 
 // perelem.comp
-enum class ElemOp { Scalar = 0, Mat = 1, RowCol = 2, Struct = 3, Multi = 4, Globals = 5 };
-const char* Name(ElemOp op);  // "scalar", "mat", "rowcol", "struct", "multi", "globals"
+// SideEffects: the element function also stores to shared memory and a buffer (OP 6).
+enum class ElemOp { Scalar = 0, Mat = 1, RowCol = 2, Struct = 3, Multi = 4, Globals = 5, SideEffects = 6 };
+const char* Name(ElemOp op);  // "scalar", "mat", "rowcol", "struct", "multi", "globals", "side"
 struct PerElemCase {
   ElemOp op;
   Use use;
