@@ -114,9 +114,44 @@ const char* Name(ElemOp op) {
     case ElemOp::Struct: return "struct";
     case ElemOp::Multi: return "multi";
     case ElemOp::Globals: return "globals";
+    case ElemOp::SideEffects: return "side";
   }
   return "?";
 }
+
+namespace {
+// What perelem.comp's OP 6 element function stores besides its result, in the parts that
+// do not depend on the order of its calls: per element (r, c) of matrix m, the shared
+// word Bits(x) ^ 0xA5A5A5A5 and the buffer word Bits(x) * 3 + r * 7 + c; per matrix, one
+// call per element and invocation that holds it. "" when all match.
+std::string SideEffectsMismatch(const std::vector<Matrix>& x, const std::vector<uint32_t>& shared,
+                                const std::vector<uint32_t>& stores, const std::vector<uint32_t>& calls,
+                                uint32_t replicas) {
+  std::ostringstream s;
+  for (size_t m = 0; m < x.size(); ++m) {
+    const Matrix& xm = x[m];
+    const size_t elems = size_t(xm.rows) * xm.cols;
+    size_t badShared = 0, badStores = 0;
+    std::ostringstream first;
+    for (uint32_t r = 0; r < xm.rows; ++r)
+      for (uint32_t col = 0; col < xm.cols; ++col) {
+        const size_t i = m * elems + size_t(r) * xm.cols + col;
+        const uint32_t bits = Bits(xm.type, xm.at(r, col));
+        if (shared[i] != (bits ^ 0xA5A5A5A5u) && badShared++ == 0)
+          first << " shared (" << r << "," << col << ") 0x" << std::hex << shared[i] << " want 0x" << (bits ^ 0xA5A5A5A5u)
+                << std::dec << ";";
+        if (stores[i] != bits * 3u + r * 7u + col && badStores++ == 0)
+          first << " stored (" << r << "," << col << ") " << stores[i] << " want " << bits * 3u + r * 7u + col << ";";
+      }
+    if (calls[m] != elems * replicas)
+      first << " element function called " << calls[m] << " times, want " << elems * replicas << ";";
+    if (badShared || badStores || calls[m] != elems * replicas)
+      Note(s, m, std::to_string(badShared) + " shared-memory and " + std::to_string(badStores) +
+                     " buffer side effects wrong:" + first.str());
+  }
+  return s.str();
+}
+}  // namespace
 
 std::string PerElemCase::Name() const {
   return std::string(nv ? "perelem_nv_" : "perelem_") + exec::Name(op) + "_" + exec::Name(use) + "_" + exec::Name(type) + "_" +
@@ -131,6 +166,9 @@ std::string Run(const Env& env, const PerElemCase& c, const std::string& targetE
   const std::vector<Matrix> y = RandomMatrices(n, c.type, c.rows, c.cols, 13, range.lo, range.hi, range.step);
   const uint32_t k = 3, add = 5;  // push constants
   std::vector<Bytes> buffers = {Pack(x), Pack(y), Bytes(Pack(x).size())};
+  const size_t elems = size_t(c.rows) * c.cols;
+  if (c.op == ElemOp::SideEffects)  // the shared-memory copy, the stores, the call counts
+    for (size_t words : {n * elems, n * elems, n}) buffers.push_back(cmtest::ToBytes(std::vector<uint32_t>(words, 0)));
   cmtest::ComputeJob job;
   job.spirv = LoadShader(c.Name(), targetEnv);
   job.pushConstants = cmtest::ToBytes(std::vector<uint32_t>{k, add});
@@ -162,9 +200,15 @@ std::string Run(const Env& env, const PerElemCase& c, const std::string& targetE
       case ElemOp::Multi:  // x * ET(k) + y
         want = PerElement(x[m], [&](uint32_t r, uint32_t col, double v) { return times(v, k) + ym.at(r, col); });
         break;
+      case ElemOp::SideEffects:  // x + ET(c)
+        want = PerElement(x[m], [&](uint32_t, uint32_t col, double v) { return v + Wrap(t, col); });
+        break;
     }
     Note(s, m, m < got.size() ? Compare(got[m], want) : "no output");
   }
+  if (c.op == ElemOp::SideEffects)
+    s << SideEffectsMismatch(x, cmtest::FromBytes<uint32_t>(buffers[3]), cmtest::FromBytes<uint32_t>(buffers[4]),
+                             cmtest::FromBytes<uint32_t>(buffers[5]), env.Replicas(c.use, c.type, c.rows, c.cols));
   return s.str();
 }
 
@@ -318,6 +362,7 @@ std::string Run(const Env& env, const ConvertCase& c, const std::string& targetE
   std::vector<Bytes> buffers = {Pack(in), Bytes(n * c.rows * c.cols * Size(c.type2)),
                                 cmtest::ToBytes(std::vector<uint32_t>(2, 0))};
   cmtest::ComputeJob job;
+  job.path = c.path;
   job.spirv = LoadShader(c.Name(), targetEnv);
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 

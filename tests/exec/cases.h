@@ -23,8 +23,9 @@ struct GetCoordCase {
 std::string Run(const Env& env, const GetCoordCase& c, const std::string& targetEnv, const Grid& grid);
 
 // perelem.comp
-enum class ElemOp { Scalar = 0, Mat = 1, RowCol = 2, Struct = 3, Multi = 4, Globals = 5 };
-const char* Name(ElemOp op);  // "scalar", "mat", "rowcol", "struct", "multi", "globals"
+// SideEffects: the element function also stores to shared memory and a buffer (OP 6).
+enum class ElemOp { Scalar = 0, Mat = 1, RowCol = 2, Struct = 3, Multi = 4, Globals = 5, SideEffects = 6 };
+const char* Name(ElemOp op);  // "scalar", "mat", "rowcol", "struct", "multi", "globals", "side"
 struct PerElemCase {
   ElemOp op;
   Use use;
@@ -59,6 +60,9 @@ struct ConvertCase {
   bool nearLimit = false;  // convert_..._nearlimit: the canary fills all but 128 bytes of lavapipe's limit
   bool viaAcc = false;     // convert_..._viaacc: A <-> B through an f32 accumulator (no one operation does it)
   bool saturate = false;   // convert_..._sat: saturatedConvertEXT into fp8
+  // How the SPIR-V reaches the device (the Env needs maintenance5 / shader objects for the
+  // other paths); not part of the shader's name.
+  cmtest::ShaderPath path = cmtest::ShaderPath::Module;
   std::string Name() const;
 };
 std::string Run(const Env& env, const ConvertCase& c, const std::string& targetEnv, const Grid& grid);

@@ -127,6 +127,61 @@ TEST_CASE("convert_signedness_only", "[exec][convert][unlisted-type]") {
            {Grid{2, 2}});
 }
 
+namespace {
+// Unsigned integer <-> float across a Use change: OpConvertUToF (accumulator u32 into an
+// f16 A/B, u8 A/B into an f32 accumulator) and OpConvertFToU (f32 into u8, f16 into u32),
+// which no other case has. Lavapipe lists none of these pairs, but runs them at 8x8.
+const std::vector<TT> kUnsignedFromAcc = {{T::U32, T::F16}, {T::F32, T::U8}};
+const std::vector<TT> kUnsignedToAcc = {{T::U8, T::F32}, {T::F16, T::U32}};
+// Integer <-> float transposed (the conversion instruction carries CooperativeMatrixTransposeEXT).
+const std::vector<TT> kTransposedIntFloat = {{T::U32, T::F16}, {T::S32, T::F16}, {T::F32, T::U8}, {T::F32, T::S8}};
+
+// Transposes reaching the layer as SPIR-V chained into the pipeline stage (maintenance5)
+// and as shader objects (vkCreateShadersEXT): each path lowers the transpose itself.
+// The same cases through vkCreateShaderModule are transpose_acc_to_a/b.
+std::vector<ConvertCase> TransposesThrough(const Env& env, cmtest::ShaderPath path) {
+  std::vector<ConvertCase> cases = Listed(env, {{Use::Acc, T::F32, 8, 8, Use::A, T::F16, true},
+                                                {Use::Acc, T::S32, 8, 8, Use::B, T::S8, true},
+                                                {Use::Acc, T::U32, 8, 8, Use::B, T::F16, true}});
+  for (ConvertCase& c : cases) c.path = path;
+  return cases;
+}
+}  // namespace
+
+TEST_CASE("convert_unsigned_int_float_use_change", "[exec][convert]") {
+  EXEC_ENV(env);
+  for (Use use : {Use::A, Use::B}) {
+    CheckAll(env, FromAcc(env, use, kUnsignedFromAcc, false), {Grid{2, 2}});
+    std::vector<ConvertCase> toAcc;
+    for (auto [t, into] : kUnsignedToAcc)
+      if (auto c = Conversion(env, use, t, Use::Acc, into)) toAcc.push_back(*c);
+    CheckAll(env, toAcc, {Grid{2, 2}});
+  }
+}
+
+TEST_CASE("transpose_int_float", "[exec][convert][transpose]") {
+  {
+    EXEC_ENV(env);
+    CheckAll(env, FromAcc(env, Use::A, kTransposedIntFloat, true), {Grid{2, 2}});
+    CheckAll(env, FromAcc(env, Use::B, kTransposedIntFloat, true), {Grid{2, 2}});
+  }
+  EXEC_ENV(env, .flex = true);  // 16x32 accumulator -> 32x16 A / B
+  CheckAll(env,
+           std::vector<ConvertCase>{{Use::Acc, T::U32, 16, 32, Use::A, T::F16, true},
+                                    {Use::Acc, T::F32, 16, 32, Use::B, T::U8, true}},
+           {Grid{2, 2}});
+}
+
+TEST_CASE("transpose_inline_stage", "[exec][convert][transpose][paths]") {
+  EXEC_ENV(env, .inlineStage = true);
+  CheckAll(env, TransposesThrough(env, cmtest::ShaderPath::InlineStage), {Grid{2, 2}});
+}
+
+TEST_CASE("transpose_shader_object", "[exec][convert][transpose][paths]") {
+  EXEC_ENV(env, .shaderObject = true);
+  CheckAll(env, TransposesThrough(env, cmtest::ShaderPath::ShaderObject), {Grid{2, 2}});
+}
+
 // End to end: a converted (or transposed) A feeds a KHR MulAdd.
 TEST_CASE("muladd_converted_a", "[exec][convert][muladd]") {
   {

@@ -52,3 +52,20 @@ TEST_CASE("per_element_op_workgroup_sizes", "[exec][perelem][workgroup]") {
     if (const auto s = ShapeOrWarn(env, use, t)) cases.push_back({op, use, t, s->rows, s->cols});
   CheckAll(env, cases, {Grid{1, 1}, Grid{1, 3}, Grid{4, 2}, Grid{4, 1, false, true}});
 }
+
+// An element function with side effects, as kernels that scatter from it do: it stores
+// to the workgroup's shared memory and to a storage buffer at its element's coordinates
+// and counts its calls atomically. Checked: the result, every stored word, and one call
+// per element (none of which depends on the order of the calls).
+TEST_CASE("per_element_op_side_effects", "[exec][perelem]") {
+  {
+    EXEC_ENV(env);
+    std::vector<PerElemCase> cases;
+    for (auto [use, t] : std::vector<std::pair<Use, T>>{
+             {Use::A, T::F16}, {Use::B, T::S8}, {Use::A, T::U8}, {Use::Acc, T::F32}, {Use::Acc, T::U32}})
+      if (const auto s = ShapeOrWarn(env, use, t)) cases.push_back({ElemOp::SideEffects, use, t, s->rows, s->cols});
+    CheckAll(env, cases, {Grid{2, 2}, Grid{4, 1}});
+  }
+  EXEC_ENV(env, .flex = true);
+  CheckAll(env, std::vector<PerElemCase>{{ElemOp::SideEffects, Use::Acc, T::F32, 16, 32}}, {Grid{2, 2}});
+}

@@ -94,6 +94,21 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice d, VkPipelineCach
   return r;
 }
 
+// Shader objects, for faults at the layer's shader-object path (the fault leaves every
+// handle null, as the driver's own failure must).
+VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice d, uint32_t n, const VkShaderCreateInfoEXT* i, A a,
+                                                VkShaderEXT* o) {
+  if (VkResult fault = FakeFault("CreateShadersEXT"); fault != VK_SUCCESS) {
+    for (uint32_t k = 0; k < n; ++k) o[k] = VK_NULL_HANDLE;
+    return fault;
+  }
+  VkResult r = Next<PFN_vkCreateShadersEXT>(d, "vkCreateShadersEXT")(d, n, i, a, o);
+  for (uint32_t k = 0; k < n; ++k)
+    if (o[k]) Count(1);
+  return r;
+}
+FAKE_DESTROY(DestroyShaderEXT, VkShaderEXT)
+
 VKAPI_ATTR VkResult VKAPI_CALL QueueSubmit(VkQueue q, uint32_t n, const VkSubmitInfo* s, VkFence f) {
   if (VkResult fault = FakeFault("QueueSubmit"); fault != VK_SUCCESS) return fault;
   VkResult r = Next<PFN_vkQueueSubmit>(q, "vkQueueSubmit")(q, n, s, f);
@@ -193,7 +208,7 @@ PFN_vkVoidFunction FakeDeviceFunction(const char* name) {
                 FAKE_ENTRY(DestroyDescriptorPool) FAKE_ENTRY(AllocateDescriptorSets) FAKE_ENTRY(CreateCommandPool)
                 FAKE_ENTRY(DestroyCommandPool) FAKE_ENTRY(AllocateCommandBuffers) FAKE_ENTRY(BeginCommandBuffer)
                 FAKE_ENTRY(EndCommandBuffer) FAKE_ENTRY(CreateFence) FAKE_ENTRY(DestroyFence)
-                FAKE_ENTRY(CreateComputePipelines) FAKE_ENTRY(QueueSubmit) FAKE_ENTRY(WaitForFences)
+                FAKE_ENTRY(CreateComputePipelines) FAKE_ENTRY(CreateShadersEXT) FAKE_ENTRY(DestroyShaderEXT) FAKE_ENTRY(QueueSubmit) FAKE_ENTRY(WaitForFences)
                 FAKE_ENTRY(QueueWaitIdle) FAKE_ENTRY(DeviceWaitIdle) FAKE_ENTRY(DestroyDevice)};
 #undef FAKE_ENTRY
   for (const auto& e : kTable)

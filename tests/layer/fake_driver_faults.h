@@ -12,7 +12,7 @@
 #include <vulkan/vulkan.h>
 
 struct FakeDriverStatsData {
-  long liveObjects;        // buffers, memory, modules, layouts, pipelines, pools, fences, ...
+  long liveObjects;        // buffers, memory, modules, layouts, pipelines, shader objects, pools, fences, ...
   long liveDevices;
   long destroyedInFlight;  // objects destroyed or freed while work was in flight
   long faultsInjected;

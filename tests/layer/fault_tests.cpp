@@ -13,6 +13,7 @@
 
 #include "../layer/fake_driver_faults.h"
 #include "layer_test_util.h"
+#include "stage_objects.h"
 #include "vk_context.h"
 
 using namespace cmtest;
@@ -167,6 +168,120 @@ TEST_CASE("faults: a failed driver vkCreateShaderModule returns its result for l
     vkDestroyShaderModule(device.handle(), module, nullptr);
   }
   const FakeDriverStatsData after = Stats();
+  CHECK(after.liveObjects == before.liveObjects);
+  CHECK(after.liveDevices == before.liveDevices);
+}
+
+namespace {
+// Errors a driver's pipeline or shader creation may return.
+constexpr VkResult kCreationErrors[] = {VK_ERROR_OUT_OF_HOST_MEMORY, VK_ERROR_OUT_OF_DEVICE_MEMORY};
+
+std::vector<uint32_t> SpecTilesWords() {
+  std::vector<uint32_t> words = ReadSpirv(std::string(COOPMAT_LAYER_SHADER_DIR) + "/spec_tiles.spirv1.6.spv");
+  REQUIRE(!words.empty());
+  return words;
+}
+
+// `fault` armed for one vkCreateComputePipelines of spec_tiles (lowered per pipeline)
+// from a module (null: the SPIR-V chained into the stage). Returns the result and
+// whether the handle came back null. The app's module is created before the fault is
+// armed, which also restarts the fake driver's call counts.
+std::pair<VkResult, bool> PipelineWithFault(const StageObjects& objects, bool fromModule, const std::string& fault) {
+  const std::vector<uint32_t> words = SpecTilesWords();
+  const SpecTilesSpecialization spec;
+  VkShaderModule module = objects.CreateModule(words, nullptr);
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkResult result;
+  {
+    ScopedEnv armed("FAKE_DRIVER_FAIL", fault);
+    result = objects.CreatePipeline(fromModule ? module : VK_NULL_HANDLE, words, &spec.info, nullptr, &pipeline);
+  }
+  const bool null = pipeline == VK_NULL_HANDLE;
+  if (!null) vkDestroyPipeline(objects.device().handle(), pipeline, nullptr);
+  vkDestroyShaderModule(objects.device().handle(), module, nullptr);
+  return {result, null};
+}
+
+InstanceOptions PipelineFaultInstance() {
+  InstanceOptions options = ThroughTheLayer({StringSetting("log_level", "debug"), StringSetting("shader_cache", "false")});
+  options.layersBelow = {kFakeDriverLayer};
+  return options;
+}
+}  // namespace
+
+// Test audit 3.4: the driver fails pipeline creation after the layer lowered the stage
+// (per pipeline, through its temporary module, or from the SPIR-V chained into the
+// stage): the app gets the driver's error and a null handle, the temporary module is
+// destroyed, and the next creation works.
+TEST_CASE("faults: a driver failing vkCreateComputePipelines after the layer lowered returns its error",
+          "[layer][faults][malformed]") {
+  auto path = FakeDriverOnPath();
+  Instance instance(PipelineFaultInstance());
+  REQUIRE(instance.ok());
+  const FakeDriverStatsData before = Stats();
+  {
+    Device device(instance, DeviceOptions{.enableMaintenance5 = true});
+    REQUIRE(device.ok());
+    StageObjects objects(device);
+    for (bool fromModule : {true, false})
+      for (VkResult error : kCreationErrors) {
+        INFO((fromModule ? "module" : "inline stage") << ", error " << error);
+        const size_t lowered = CountMessages(instance, "pipeline-time lowering");
+        const auto [result, null] = PipelineWithFault(objects, fromModule, "CreateComputePipelines:1:" + std::to_string(error));
+        CHECK(result == error);
+        CHECK(null);
+        CHECK(CountMessages(instance, "pipeline-time lowering") == lowered + 1);  // it did lower first
+      }
+    // The layer's own temporary module fails (the first vkCreateShaderModule after arming).
+    for (VkResult error : kCreationErrors) {
+      INFO("temporary module, error " << error);
+      const auto [result, null] = PipelineWithFault(objects, true, "CreateShaderModule:1:" + std::to_string(error));
+      CHECK(result == error);
+      CHECK(null);
+    }
+    for (bool fromModule : {true, false}) {
+      const auto [result, null] = PipelineWithFault(objects, fromModule, "");
+      CHECK(result == VK_SUCCESS);
+      CHECK(!null);
+    }
+  }
+  const FakeDriverStatsData after = Stats();
+  CHECK(after.faultsInjected == before.faultsInjected + 6);
+  CHECK(after.liveObjects == before.liveObjects);
+  CHECK(after.liveDevices == before.liveDevices);
+}
+
+TEST_CASE("faults: a driver failing vkCreateShadersEXT after the layer lowered returns its error",
+          "[layer][faults][malformed]") {
+  auto path = FakeDriverOnPath();
+  Instance instance(PipelineFaultInstance());
+  REQUIRE(instance.ok());
+  const FakeDriverStatsData before = Stats();
+  {
+    Device device(instance, DeviceOptions{.enableShaderObject = true});
+    REQUIRE(device.ok());
+    StageObjects objects(device);
+    const std::vector<uint32_t> words = SpecTilesWords();
+    const SpecTilesSpecialization spec;
+    for (VkResult error : kCreationErrors) {
+      INFO("error " << error);
+      VkShaderEXT shader = VK_NULL_HANDLE;
+      VkResult result;
+      {
+        ScopedEnv armed("FAKE_DRIVER_FAIL", "CreateShadersEXT:1:" + std::to_string(error));
+        result = objects.CreateShader(words, &spec.info, nullptr, &shader);
+      }
+      CHECK(result == error);
+      CHECK(shader == VK_NULL_HANDLE);
+      if (shader) objects.DestroyShader(shader, nullptr);
+    }
+    CHECK(CountMessages(instance, "pipeline-time lowering") >= 1);  // lowered before the driver failed
+    VkShaderEXT shader = VK_NULL_HANDLE;
+    CHECK(objects.CreateShader(words, &spec.info, nullptr, &shader) == VK_SUCCESS);
+    if (shader) objects.DestroyShader(shader, nullptr);
+  }
+  const FakeDriverStatsData after = Stats();
+  CHECK(after.faultsInjected == before.faultsInjected + 2);
   CHECK(after.liveObjects == before.liveObjects);
   CHECK(after.liveDevices == before.liveDevices);
 }

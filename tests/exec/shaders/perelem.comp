@@ -7,7 +7,13 @@
 //   4 (two extra operands)      f(r, c, x, s, y) = x * s + y, s from push constants
 //   5 (globals)                 f(r, c, x)       = x - Y[gBase + r * C + c]: the function reads a
 //                               storage buffer at an offset from a Private variable set by main()
-// Bindings: 0 input X, 1 input Y (both ET, row-major R x C per matrix), 2 output (ET).
+//   6 (side effects)            f(r, c, x)       = x + ET(c), and, as kernels that scatter from
+//                               the element function do, stores Bits(x) ^ 0xA5A5A5A5 to
+//                               shared memory at (r, c), Bits(x) * 3 + r * 7 + c to binding 4
+//                               at (r, c), and counts its calls (binding 5, atomically)
+// Bindings: 0 input X, 1 input Y (both ET, row-major R x C per matrix), 2 output (ET);
+// OP 6: 3 the subgroup's shared memory copied out after the operation, 4 the stores, 5
+// the call count per matrix (uint each).
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #ifdef NV_SPELLING  // the driver's own NV coopmat2 operations (sanity checks only)
@@ -41,6 +47,20 @@ ET fStruct(const in uint32_t r, const in uint32_t c, const in ET x, const in Par
 }
 uint gBase;  // Private
 ET fGlobals(const in uint32_t r, const in uint32_t c, const in ET x) { return ET(WT(x) - WT(y_[gBase + r * C + c])); }
+#if OP == 6
+layout(set = 0, binding = 3) writeonly buffer SharedOut { uint sharedOut_[]; };
+layout(set = 0, binding = 4) writeonly buffer SideOut { uint sideOut_[]; };
+layout(set = 0, binding = 5) buffer Calls { uint calls_[]; };
+#define SIDE_SUBGROUPS 4  // the most subgroups per workgroup the tests dispatch
+shared uint sideShared[SIDE_SUBGROUPS * R * C];
+uint gMatrix;  // Private
+ET fSide(const in uint32_t r, const in uint32_t c, const in ET x) {
+  sideShared[gl_SubgroupID * R * C + r * C + c] = Bits(x) ^ 0xA5A5A5A5u;
+  sideOut_[gMatrix * R * C + r * C + c] = Bits(x) * 3u + r * 7u + c;
+  atomicAdd(calls_[gMatrix], 1u);
+  return ET(WT(x) + WT(ET(c)));
+}
+#endif
 ET fMulti(const in uint32_t r, const in uint32_t c, const in ET x, const in ET s, const in ET y) {
   return ET(WT(x) * WT(s) + WT(y));
 }
@@ -65,6 +85,12 @@ void main() {
 #elif OP == 5
   gBase = base;
   coopMatPerElementEXT(res, x, fGlobals);
+#elif OP == 6
+  gMatrix = MatrixIndex();
+  coopMatPerElementEXT(res, x, fSide);
+  subgroupBarrier();  // the other invocations' stores to sideShared
+  for (uint i = gl_SubgroupInvocationID; i < R * C; i += gl_SubgroupSize)
+    sharedOut_[base + i] = sideShared[gl_SubgroupID * R * C + i];
 #endif
   coopMatStore(res, out_, base, C, gl_CooperativeMatrixLayoutRowMajor);
 }

@@ -1,0 +1,112 @@
+// Compute pipelines and shader objects made directly (no dispatch), with the
+// application's VkAllocationCallbacks where a test passes them, on each creation path
+// the layer intercepts: a module (lowered when created, or per pipeline when its
+// shapes are specialization constants), SPIR-V chained into the stage
+// (VK_KHR_maintenance5) and vkCreateShadersEXT. For spec_tiles.comp (7 storage
+// buffers; any module with fewer bindings fits the same layout).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <catch2/catch_test_macros.hpp>
+
+#include "vk_context.h"
+
+namespace layertest {
+
+// spec_tiles.comp's specialization: two subgroups of 8, 8x8x8 tiles (lavapipe's shape).
+struct SpecTilesSpecialization {
+  uint32_t values[5] = {16, 8, 8, 8, 8};
+  VkSpecializationMapEntry entries[5] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
+  VkSpecializationInfo info{5, entries, sizeof(values), values};
+};
+
+class StageObjects {
+ public:
+  explicit StageObjects(const cmtest::Device& device) : device_(device) {
+    std::vector<VkDescriptorSetLayoutBinding> bindings;
+    for (uint32_t i = 0; i < 7; ++i)
+      bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+    VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+    setInfo.bindingCount = static_cast<uint32_t>(bindings.size());
+    setInfo.pBindings = bindings.data();
+    REQUIRE(vkCreateDescriptorSetLayout(device.handle(), &setInfo, nullptr, &setLayout_) == VK_SUCCESS);
+    VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    layoutInfo.setLayoutCount = 1;
+    layoutInfo.pSetLayouts = &setLayout_;
+    REQUIRE(vkCreatePipelineLayout(device.handle(), &layoutInfo, nullptr, &layout_) == VK_SUCCESS);
+  }
+  ~StageObjects() {
+    vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
+    vkDestroyDescriptorSetLayout(device_.handle(), setLayout_, nullptr);
+  }
+  StageObjects(const StageObjects&) = delete;
+  StageObjects& operator=(const StageObjects&) = delete;
+  const cmtest::Device& device() const { return device_; }
+
+  VkShaderModule CreateModule(const std::vector<uint32_t>& words, const VkAllocationCallbacks* allocator) const {
+    const VkShaderModuleCreateInfo info = ModuleInfo(words);
+    VkShaderModule module = VK_NULL_HANDLE;
+    REQUIRE(vkCreateShaderModule(device_.handle(), &info, allocator, &module) == VK_SUCCESS);
+    return module;
+  }
+
+  // One pipeline from `module`, or (module null) from `words` chained into the stage.
+  // The handle is set to a non-null value first, so a failure must write null.
+  VkResult CreatePipeline(VkShaderModule module, const std::vector<uint32_t>& words, const VkSpecializationInfo* spec,
+                          const VkAllocationCallbacks* allocator, VkPipeline* pipeline) const {
+    const VkShaderModuleCreateInfo moduleInfo = ModuleInfo(words);
+    VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    info.stage.pNext = module ? nullptr : &moduleInfo;
+    info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+    info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.stage.module = module;
+    info.stage.pName = "main";
+    info.stage.pSpecializationInfo = spec;
+    info.layout = layout_;
+    info.basePipelineIndex = -1;
+    *pipeline = reinterpret_cast<VkPipeline>(uintptr_t{0xdead});
+    return vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, 1, &info, allocator, pipeline);
+  }
+
+  // One compute shader object from `words` (VK_EXT_shader_object); the handle as above.
+  VkResult CreateShader(const std::vector<uint32_t>& words, const VkSpecializationInfo* spec,
+                        const VkAllocationCallbacks* allocator, VkShaderEXT* shader) const {
+    auto create = reinterpret_cast<PFN_vkCreateShadersEXT>(vkGetDeviceProcAddr(device_.handle(), "vkCreateShadersEXT"));
+    REQUIRE(create);
+    VkShaderCreateInfoEXT info{VK_STRUCTURE_TYPE_SHADER_CREATE_INFO_EXT};
+    info.flags = VK_SHADER_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+    info.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    info.codeType = VK_SHADER_CODE_TYPE_SPIRV_EXT;
+    info.codeSize = words.size() * 4;
+    info.pCode = words.data();
+    info.pName = "main";
+    info.setLayoutCount = 1;
+    info.pSetLayouts = &setLayout_;
+    info.pSpecializationInfo = spec;
+    *shader = reinterpret_cast<VkShaderEXT>(uintptr_t{0xdead});
+    return create(device_.handle(), 1, &info, allocator, shader);
+  }
+
+  void DestroyShader(VkShaderEXT shader, const VkAllocationCallbacks* allocator) const {
+    auto destroy = reinterpret_cast<PFN_vkDestroyShaderEXT>(vkGetDeviceProcAddr(device_.handle(), "vkDestroyShaderEXT"));
+    REQUIRE(destroy);
+    destroy(device_.handle(), shader, allocator);
+  }
+
+ private:
+  static VkShaderModuleCreateInfo ModuleInfo(const std::vector<uint32_t>& words) {
+    VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+    info.codeSize = words.size() * 4;
+    info.pCode = words.data();
+    return info;
+  }
+
+  const cmtest::Device& device_;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+};
+
+}  // namespace layertest
