@@ -26,6 +26,11 @@ namespace coopmat::platform {
 // setuid program does not take it from its caller.
 std::filesystem::path UserCacheBase();
 
+// Whether the process runs with privileges its caller may lack (setuid, setgid, file
+// capabilities: AT_SECURE), where nothing the caller controls (environment, working
+// folder) may steer the layer.
+bool PrivilegedProcess();
+
 // Sets (value non-null) or removes (null) an environment variable of this process,
 // where the Vulkan loader reads it too. False on failure.
 bool SetEnvironment(const char* name, const char* value);

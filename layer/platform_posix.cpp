@@ -3,6 +3,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/auxv.h>
+#endif
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +19,14 @@ std::filesystem::path UserCacheBase() {
   if (const char* xdg = secure_getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return xdg;
   if (const char* home = secure_getenv("HOME"); home && *home == '/') return std::filesystem::path(home) / ".cache";
   return {};
+}
+
+bool PrivilegedProcess() {
+#ifdef __linux__
+  return ::getauxval(AT_SECURE) != 0;
+#else
+  return ::getuid() != ::geteuid() || ::getgid() != ::getegid();
+#endif
 }
 
 bool SetEnvironment(const char* name, const char* value) {

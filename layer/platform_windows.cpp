@@ -106,6 +106,9 @@ std::filesystem::path UserCacheBase() {
   return path.is_absolute() ? path : std::filesystem::path();
 }
 
+// Windows has no setuid: a process's privileges are its token's, which its caller chose.
+bool PrivilegedProcess() { return false; }
+
 bool SetEnvironment(const char* name, const char* value) {
   // _putenv_s updates the C runtime's copy (getenv) and the process's (the loader's
   // GetEnvironmentVariable); an empty value removes the variable.
