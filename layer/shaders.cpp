@@ -487,13 +487,36 @@ template <typename Handle> VkResult FailAll(uint32_t count, Handle* handles, VkR
   return result;
 }
 
-// Whether a pipeline create info asks to fail rather than compile (the flag, or its
-// VkPipelineCreateFlags2CreateInfoKHR twin).
+const VkPipelineCreateFlags2CreateInfoKHR* Flags2Of(const void* chain) {
+  return reinterpret_cast<const VkPipelineCreateFlags2CreateInfoKHR*>(
+      FindInChain(chain, VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR));
+}
+
+// A pipeline create info's flags: its VkPipelineCreateFlags2CreateInfoKHR's when one is
+// chained ("flags from that structure are used instead"), else its own (the bits of
+// both are the same below 2^32).
+template <typename Info> VkPipelineCreateFlags2KHR EffectiveFlags(const Info& info) {
+  if (const auto* flags2 = Flags2Of(info.pNext)) return flags2->flags;
+  return info.flags;
+}
+
+// Whether a pipeline create info asks to fail rather than compile.
 template <typename Info> bool FailsOnCompileRequired(const Info& info) {
-  if (const auto* flags2 = reinterpret_cast<const VkPipelineCreateFlags2CreateInfoKHR*>(
-          FindInChain(info.pNext, VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR)))
-    return (flags2->flags & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0;
-  return (info.flags & VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT) != 0;
+  return (EffectiveFlags(info) & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0;
+}
+
+// Clears the derivative hint of a pipeline whose base is gone, in its flags and in a
+// chained VkPipelineCreateFlags2CreateInfoKHR (edited in a copy of the chain, owned
+// by `chains`; review 130c39d finding 4).
+template <typename Info> void DropDerivative(Info& info, ChainCopy& chains) {
+  info.flags &= ~VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+  const auto* flags2 = Flags2Of(info.pNext);
+  if (!flags2 || !(flags2->flags & VK_PIPELINE_CREATE_2_DERIVATIVE_BIT_KHR)) return;
+  VkPipelineCreateFlags2CreateInfoKHR edited = *flags2;
+  edited.flags &= ~VK_PIPELINE_CREATE_2_DERIVATIVE_BIT_KHR;
+  const void* chain = nullptr;
+  if (chains.Copy(info.pNext, VK_STRUCTURE_TYPE_MAX_ENUM, &chain, reinterpret_cast<const VkBaseInStructure*>(&edited)))
+    info.pNext = chain;
 }
 
 // Vulkan ("Multiple Pipeline Creation"): every pipeline of a call is attempted and
@@ -509,7 +532,7 @@ VkResult CreateLoweredOnes(std::vector<Info>& infos, const std::vector<bool>& ok
   if (std::all_of(ok.begin(), ok.end(), [](bool b) { return b; })) return create(count, infos.data(), pipelines);
   uint32_t end = count;
   for (uint32_t i = 0; i < count && end == count; ++i)
-    if (!ok[i] && (infos[i].flags & VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT)) end = i;
+    if (!ok[i] && (EffectiveFlags(infos[i]) & VK_PIPELINE_CREATE_2_EARLY_RETURN_ON_FAILURE_BIT_KHR)) end = i;
   std::vector<Info> subset;
   std::vector<uint32_t> position;
   std::vector<int32_t> renumbered(count, -1);
@@ -519,13 +542,13 @@ VkResult CreateLoweredOnes(std::vector<Info>& infos, const std::vector<bool>& ok
       position.push_back(i);
       subset.push_back(infos[i]);
     }
+  ChainCopy chains;
   if constexpr (requires(Info info) { info.basePipelineIndex; }) {
     for (Info& info : subset) {
       if (info.basePipelineIndex < 0) continue;
       const auto base = static_cast<uint32_t>(info.basePipelineIndex);
       info.basePipelineIndex = base < count ? renumbered[base] : -1;
-      if (info.basePipelineIndex < 0 && info.basePipelineHandle == VK_NULL_HANDLE)
-        info.flags &= ~VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+      if (info.basePipelineIndex < 0 && info.basePipelineHandle == VK_NULL_HANDLE) DropDerivative(info, chains);
     }
   }
   for (uint32_t i = 0; i < count; ++i) pipelines[i] = VK_NULL_HANDLE;

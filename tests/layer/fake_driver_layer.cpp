@@ -36,7 +36,8 @@
 //                              lives (counted; Vulkan allows non-unique handles)
 //   FAKE_DRIVER_LOG=<file>     append a line per vkCreateDevice with the subgroup and
 //                              small-type features its create info enables, and per
-//                              compute pipeline with its required subgroup size and flags
+//                              compute pipeline with its required subgroup size, whether
+//                              it is a derivative (flags or flags2) and its base index
 // and the faults and object accounting of fake_driver_faults.h.
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
@@ -570,7 +571,13 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelinesSized(VkDevice device, VkPi
       if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
         required = reinterpret_cast<const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo*>(s)->requiredSubgroupSize;
     const bool full = (infos[i].stage.flags & VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT) != 0;
-    Log("pipeline requiredSubgroupSize=" + std::to_string(required) + " fullSubgroups=" + std::to_string(full));
+    VkPipelineCreateFlags2KHR flags = infos[i].flags;  // a chained VkPipelineCreateFlags2CreateInfoKHR replaces them
+    for (auto* s = static_cast<const VkBaseInStructure*>(infos[i].pNext); s; s = s->pNext)
+      if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR)
+        flags = reinterpret_cast<const VkPipelineCreateFlags2CreateInfoKHR*>(s)->flags;
+    const bool derivative = (flags & VK_PIPELINE_CREATE_2_DERIVATIVE_BIT_KHR) != 0;
+    Log("pipeline requiredSubgroupSize=" + std::to_string(required) + " fullSubgroups=" + std::to_string(full) +
+        " derivative=" + std::to_string(derivative) + " basePipelineIndex=" + std::to_string(infos[i].basePipelineIndex));
     if (sizes.first && required && required != sizes.runnable) {
       for (uint32_t k = 0; k < count; ++k) pipelines[k] = VK_NULL_HANDLE;
       return VK_ERROR_OUT_OF_DEVICE_MEMORY;

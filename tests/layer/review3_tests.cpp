@@ -1,0 +1,138 @@
+// Regression tests for the third review (review-130c39d.md) through the real loader.
+// Each case fails on the code before its fix.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "layer_test_util.h"
+#include "spec_tiles_pipelines.h"
+#include "vk_context.h"
+
+using namespace cmtest;
+using namespace layertest;
+using Catch::Matchers::ContainsSubstring;
+
+namespace {
+
+// While alive, the process may map only `headroom` bytes more than it has mapped now.
+class AddressSpaceLimit {
+ public:
+  explicit AddressSpaceLimit(uint64_t headroom) {
+    REQUIRE(getrlimit(RLIMIT_AS, &saved_) == 0);
+    std::ifstream statm("/proc/self/statm");
+    uint64_t pages = 0;
+    statm >> pages;
+    REQUIRE(pages > 0);
+    rlimit limited = saved_;
+    limited.rlim_cur = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) + headroom;
+    REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+  }
+  ~AddressSpaceLimit() { setrlimit(RLIMIT_AS, &saved_); }
+  AddressSpaceLimit(const AddressSpaceLimit&) = delete;
+  AddressSpaceLimit& operator=(const AddressSpaceLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+};
+
+InstanceOptions DebugLogging(bool diskCache) {
+  InstanceOptions options;
+  options.settings = {StringSetting("log_level", "debug"), StringSetting("shader_cache", diskCache ? "true" : "false")};
+  return options;
+}
+
+}  // namespace
+
+// Finding 4: with VkPipelineCreateFlags2CreateInfoKHR chained, its flags replace the
+// info's. A refused pipeline asking there for an early return stops the batch, as the
+// same bit in info.flags does (pipeline_time_test.cpp); before, the pipelines after it
+// were still created.
+TEST_CASE("review 130c39d finding 4: early return asked in VkPipelineCreateFlags2CreateInfoKHR", "[layer][review3][malformed]") {
+  Instance instance(DebugLogging(false));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  SpecTilesPipelines pipelines(device);
+  const auto [result, created] = pipelines.CreateBatch(
+      module, {{16, 16, 16, 0}, {8, 8, 16, VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT}, {8, 8, 8, 0}}, /*inFlags2=*/true);
+  CHECK(result == VK_ERROR_UNKNOWN);
+  CHECK(created == std::vector<bool>{true, false, false});
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+}
+
+// Finding 4, the derivative hint: a derivative whose base the layer refused is passed
+// down without DERIVATIVE (it has no base left), in the flags2 structure too; before,
+// only info.flags was cleared and the driver got a derivative with no valid base.
+TEST_CASE("review 130c39d finding 4: a derivative of a refused base loses DERIVATIVE in flags2", "[layer][review3]") {
+  const std::filesystem::path log = TempPath("review3-derivative.log");
+  std::filesystem::remove(log);
+  ScopedEnv fakeLog("FAKE_DRIVER_LOG", log.string());
+  ScopedEnv path = FakeDriverOnPath();
+  InstanceOptions options = DebugLogging(false);
+  options.layersBelow = {kFakeDriverLayer};
+  Instance instance(options);
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+  SpecTilesPipelines pipelines(device);
+  std::filesystem::remove(log);  // the layout probe's pipelines
+  const auto [result, created] = pipelines.CreateBatch(
+      module, {{8, 8, 16, VK_PIPELINE_CREATE_ALLOW_DERIVATIVES_BIT}, {8, 8, 8, VK_PIPELINE_CREATE_DERIVATIVE_BIT}},
+      /*inFlags2=*/true, {-1, 0});
+  CHECK(result == VK_ERROR_UNKNOWN);
+  CHECK(created == std::vector<bool>{false, true});
+  std::vector<std::string> lines;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("pipeline ", 0) == 0) lines.push_back(line);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], ContainsSubstring("derivative=0 basePipelineIndex=-1"));
+  vkDestroyShaderModule(device.handle(), module, nullptr);
+  std::filesystem::remove(log);
+}
+
+// Finding 10: an exception that leaves an intercept becomes an error code, and every
+// output handle is written NULL; before, the app's array kept whatever it held. The
+// exception: std::bad_alloc reading a disk-cache entry of 200 MiB (the cache takes up
+// to 256 MiB) under an address-space limit. Not [malformed]: the sanitizers' shadow
+// memory does not live under RLIMIT_AS.
+TEST_CASE("review 130c39d finding 10: a create call failed by an exception leaves every handle NULL", "[layer][review3]") {
+  const std::filesystem::path home = TempPath("review3-exception");
+  std::filesystem::remove_all(home);
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  auto withDevice = [&](const std::function<void(const Device&, VkShaderModule)>& use) {
+    Instance instance(DebugLogging(true));
+    Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+    REQUIRE(device.ok());
+    VkShaderModule module = CreateModule(device, SpecTiles("spirv1.6"));
+    use(device, module);
+    vkDestroyShaderModule(device.handle(), module, nullptr);
+  };
+  withDevice([](const Device& device, VkShaderModule module) {  // the entry on disk
+    CHECK(SpecTilesPipelines(device).Create(module, 16, 16, 16) == VK_SUCCESS);
+  });
+  std::vector<std::filesystem::path> entries;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(home / "coopmat-maintenance1" / "lowered"))
+    if (entry.is_regular_file()) entries.push_back(entry.path());
+  REQUIRE(entries.size() == 1);
+  std::filesystem::resize_file(entries[0], uint64_t{200} << 20);
+  withDevice([](const Device& device, VkShaderModule module) {
+    SpecTilesPipelines pipelines(device);
+    std::pair<VkResult, std::vector<bool>> outcome;
+    {
+      const AddressSpaceLimit limit(uint64_t{64} << 20);
+      outcome = pipelines.CreateBatch(module, {{16, 16, 16, 0}, {16, 16, 16, 0}});
+    }
+    CHECK(outcome.first == VK_ERROR_OUT_OF_HOST_MEMORY);
+    CHECK(outcome.second == std::vector<bool>{false, false});
+  });
+  std::filesystem::remove_all(home);
+}
