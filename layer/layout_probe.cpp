@@ -563,6 +563,17 @@ void ReportLayouts(const InstanceData& instance, const std::vector<LayoutKey>& k
       Log(&instance, LogLevel::Info, "no layout: " + ToString(key));
 }
 
+// The layer's cache folder, created when missing, or empty (with a warning) when it
+// cannot be trusted: a planted layout file would put wrong layouts into every shader
+// (review 130c39d finding 6).
+std::filesystem::path TrustedLayoutFolder(const InstanceData& instance) {
+  const std::filesystem::path directory = CacheDirectory();
+  if (directory.empty() || (MakePrivateDirectory(directory) && IsPrivateFolderChain(directory, directory))) return directory;
+  Log(&instance, LogLevel::Warning,
+      "layout probe: " + directory.string() + " is a link, another user's, or writable by others; layouts are not cached");
+  return {};
+}
+
 }  // namespace
 
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost) {
@@ -570,7 +581,7 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   const std::vector<uint32_t> sizes = device.physicalDevice.PipelineSubgroupSizes();
   const DeviceIdentity identity = Identify(device.physicalDevice);
   const std::optional<DriverFamily> family = KnownFamily(identity);
-  const std::filesystem::path directory = CacheDirectory();
+  const std::filesystem::path directory = TrustedLayoutFolder(instance);
   const std::filesystem::path cachePath =
       directory.empty() || identity.cacheName.empty() ? std::filesystem::path() : directory / identity.cacheName;
   std::vector<LayoutKey> keys;

@@ -42,6 +42,12 @@ uint64_t ThreadId();
 // it was created or already exists.
 bool CreatePrivateDirectory(const std::filesystem::path& dir);
 
+// Whether `dir` is a folder (not a link) of this user that no one else may write: what
+// the layer keeps in it reaches the driver. POSIX: owner the effective user, no group
+// or other write bit. Windows: a folder that is not a reparse point (its DACL, which
+// the layer sets on folders it creates, is not checked).
+bool IsPrivateDirectory(const std::filesystem::path& dir);
+
 // The whole content of a regular file of at most maxBytes, or nullopt (missing, a
 // link, a FIFO or any other non-regular file, too large, it grew while read, a read
 // error). Never follows a link, never blocks on a special file.

@@ -40,6 +40,12 @@ bool CreatePrivateDirectory(const std::filesystem::path& dir) {
   return ::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST;
 }
 
+bool IsPrivateDirectory(const std::filesystem::path& dir) {
+  struct stat info{};
+  return ::lstat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid() &&
+         (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
 std::optional<std::string> ReadRegularFile(const std::filesystem::path& path, size_t maxBytes) {
   // O_NONBLOCK: opening a FIFO planted at the name must not wait for a writer.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);

@@ -123,6 +123,12 @@ bool CreatePrivateDirectory(const std::filesystem::path& dir) {
   return CreateDirectoryW(dir.c_str(), security.get()) || GetLastError() == ERROR_ALREADY_EXISTS;
 }
 
+bool IsPrivateDirectory(const std::filesystem::path& dir) {
+  const DWORD attributes = GetFileAttributesW(dir.c_str());
+  return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) &&
+         !(attributes & FILE_ATTRIBUTE_REPARSE_POINT);
+}
+
 std::optional<std::string> ReadRegularFile(const std::filesystem::path& path, size_t maxBytes) {
   // FILE_FLAG_OPEN_REPARSE_POINT: a link (symbolic or junction) is opened as itself and
   // refused below. A folder does not open without FILE_FLAG_BACKUP_SEMANTICS.

@@ -136,3 +136,23 @@ TEST_CASE("review 130c39d finding 10: a create call failed by an exception leave
   });
   std::filesystem::remove_all(home);
 }
+
+// Finding 6, the layout cache: a coopmat-maintenance1 folder others may write is not
+// used (a planted layout file would put wrong layouts into every shader): the probe
+// says so and writes nothing there; before, the file was written into it.
+TEST_CASE("review 130c39d finding 6: the layout probe does not cache into a folder others may write", "[layer][review3][cache]") {
+  const std::filesystem::path home = TempPath("review3-loose-cache");
+  std::filesystem::remove_all(home);
+  const std::filesystem::path folder = home / "coopmat-maintenance1";
+  std::filesystem::create_directories(folder);
+  std::filesystem::permissions(folder, std::filesystem::perms::all);
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  Instance instance(DebugLogging(false));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+  REQUIRE(device.ok());
+  CHECK(AnyMessageContains(instance, "writable by others; layouts are not cached"));
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) files += entry.is_regular_file();
+  CHECK(files == 0);
+  std::filesystem::remove_all(home);
+}
