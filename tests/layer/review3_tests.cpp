@@ -156,3 +156,48 @@ TEST_CASE("review 130c39d finding 6: the layout probe does not cache into a fold
   CHECK(files == 0);
   std::filesystem::remove_all(home);
 }
+
+// Finding 5: vkCreateShadersEXT with one shader the layer refuses (a mis-specialized
+// tile) and one it lowers: only the refused one is VK_NULL_HANDLE, so the app's "first
+// VK_NULL_HANDLE" names it; before, every handle was nulled (index 0 was blamed).
+TEST_CASE("review 130c39d finding 5: vkCreateShadersEXT nulls only the shader that failed", "[layer][review3][malformed]") {
+  Instance instance(DebugLogging(false));
+  Device device(instance, DeviceOptions{.enableNvCoopmat2 = true, .enableShaderObject = true});
+  REQUIRE(device.ok());
+  auto create = reinterpret_cast<PFN_vkCreateShadersEXT>(vkGetDeviceProcAddr(device.handle(), "vkCreateShadersEXT"));
+  auto destroy = reinterpret_cast<PFN_vkDestroyShaderEXT>(vkGetDeviceProcAddr(device.handle(), "vkDestroyShaderEXT"));
+  REQUIRE(create);
+  REQUIRE(destroy);
+  std::vector<VkDescriptorSetLayoutBinding> bindings;
+  for (uint32_t i = 0; i < 7; ++i) bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
+  VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  setInfo.bindingCount = static_cast<uint32_t>(bindings.size());
+  setInfo.pBindings = bindings.data();
+  VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+  REQUIRE(vkCreateDescriptorSetLayout(device.handle(), &setInfo, nullptr, &setLayout) == VK_SUCCESS);
+  const std::vector<uint32_t> words = SpecTiles("spirv1.6");
+  const uint32_t refused[] = {16, 8, 8, 16, 8}, lowered[] = {16, 8, 8, 8, 8};  // local size, TM, TN, TK, 8
+  const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
+  const VkSpecializationInfo specs[] = {{5, entries, sizeof(refused), refused}, {5, entries, sizeof(lowered), lowered}};
+  VkShaderCreateInfoEXT infos[2];
+  for (int i = 0; i < 2; ++i) {
+    infos[i] = {VK_STRUCTURE_TYPE_SHADER_CREATE_INFO_EXT};
+    infos[i].flags = VK_SHADER_CREATE_REQUIRE_FULL_SUBGROUPS_BIT_EXT;
+    infos[i].stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    infos[i].codeType = VK_SHADER_CODE_TYPE_SPIRV_EXT;
+    infos[i].codeSize = words.size() * 4;
+    infos[i].pCode = words.data();
+    infos[i].pName = "main";
+    infos[i].setLayoutCount = 1;
+    infos[i].pSetLayouts = &setLayout;
+    infos[i].pSpecializationInfo = &specs[i];
+  }
+  VkShaderEXT shaders[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};
+  CHECK(create(device.handle(), 2, infos, nullptr, shaders) == VK_ERROR_UNKNOWN);
+  CHECK(shaders[0] == VK_NULL_HANDLE);
+  CHECK(shaders[1] != VK_NULL_HANDLE);
+  CHECK(AnyMessageContains(instance, "do not match"));
+  for (VkShaderEXT shader : shaders)
+    if (shader) destroy(device.handle(), shader, nullptr);
+  vkDestroyDescriptorSetLayout(device.handle(), setLayout, nullptr);
+}
