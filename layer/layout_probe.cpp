@@ -683,24 +683,7 @@ std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, const std
   const std::optional<DriverFamily> family = KnownFamily(Identify(info));
   // Other shapes exist only under NV flexible dimensions.
   if (layouts.empty() || !family || !device.lowerOptions.flexibleDimensions) return layouts;
-  const bool agrees = std::all_of(layouts.begin(), layouts.end(), [&](const LinearLayout& layout) {
-    const std::optional<LinearLayout> expected = BuiltinLayout(*family, layout.key);
-    return expected && *expected == layout;
-  });
-  if (!agrees) return layouts;
-  // Built-in shapes the probe did not cover, for the component types the driver lists.
-  const std::vector<LinearLayout> listed = layouts;
-  for (uint32_t size : sizes) {
-    for (const LinearLayout& builtin : BuiltinLayouts(*family, size)) {
-      const bool known = std::any_of(layouts.begin(), layouts.end(),
-                                     [&](const LinearLayout& l) { return l.key == builtin.key; });
-      const bool listedType = std::any_of(listed.begin(), listed.end(), [&](const LinearLayout& l) {
-        return l.key.componentType == builtin.key.componentType && l.key.use == builtin.key.use;
-      });
-      if (!known && listedType) layouts.push_back(builtin);
-    }
-  }
-  return layouts;
+  return WithBuiltinShapes(layouts, *family, sizes, info.driverVersion, device.instance->settings.builtinLayouts.has_value());
 }
 
 }  // namespace coopmat::layer
