@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -200,4 +201,44 @@ TEST_CASE("review 130c39d finding 5: vkCreateShadersEXT nulls only the shader th
   for (VkShaderEXT shader : shaders)
     if (shader) destroy(device.handle(), shader, nullptr);
   vkDestroyDescriptorSetLayout(device.handle(), setLayout, nullptr);
+}
+
+// Finding 2: a device that lists a type whose probe needs a feature the app did not
+// enable (here a bf16 entry; RADV GFX12 lists bf16 and fp8) still caches the layouts
+// that fitted, recording the type left out, so the next device reads the cache instead
+// of probing everything again; before, no layout file was ever written there.
+TEST_CASE("review 130c39d finding 2: a type left out for the app's features does not stop the layout cache", "[layer][review3][cache]") {
+  ScopedEnv path = FakeDriverOnPath();
+  ScopedEnv bf16("FAKE_DRIVER_KHR_BF16", "1");
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
+  const std::filesystem::path home = TempPath("review3-limited-probe");
+  std::filesystem::remove_all(home);
+  ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  InstanceOptions options = DebugLogging(false);
+  options.layersBelow = {kFakeDriverLayer};
+  auto layoutFiles = [&] {
+    std::vector<std::filesystem::path> files;
+    for (const auto& entry : std::filesystem::directory_iterator(home / "coopmat-maintenance1"))
+      if (entry.path().filename().string().rfind("layouts-", 0) == 0) files.push_back(entry.path());
+    return files;
+  };
+  {
+    Instance instance(options);
+    Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+    REQUIRE(device.ok());
+    CHECK(AnyMessageContains(instance, "(the app did not enable the features its probe needs)"));
+  }
+  const auto files = layoutFiles();
+  REQUIRE(files.size() == 1);
+  std::ifstream in(files[0]);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("# unprobed component type " + std::to_string(VK_COMPONENT_TYPE_BFLOAT16_KHR)) != std::string::npos);
+  {
+    Instance instance(options);
+    Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
+    REQUIRE(device.ok());
+    CHECK(AnyMessageContains(instance, "layouts: 10 from " + files[0].string()));
+    CHECK_FALSE(AnyMessageContains(instance, "the app did not enable the features its probe needs"));
+  }
+  std::filesystem::remove_all(home);
 }
