@@ -148,6 +148,7 @@ TEST_CASE("review 130c39d finding 6: the layout probe does not cache into a fold
   std::filesystem::create_directories(folder);
   std::filesystem::permissions(folder, std::filesystem::perms::all);
   ScopedEnv cache("XDG_CACHE_HOME", home.string());
+  ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");  // lowering=portable runs no probe
   Instance instance(DebugLogging(false));
   Device device(instance, DeviceOptions{.enableNvCoopmat2 = true});
   REQUIRE(device.ok());
