@@ -24,6 +24,17 @@ bool MakePrivateDirectory(const std::filesystem::path& dir) {
   return std::filesystem::is_directory(dir, ec);
 }
 
+bool IsPrivateFolderChain(const std::filesystem::path& top, const std::filesystem::path& dir, bool missingPasses) {
+  for (std::filesystem::path folder = dir;; folder = folder.parent_path()) {
+    std::error_code ec;
+    // (Not a folder or a link: nothing can be kept there, which writing finds out.)
+    const auto type = std::filesystem::symlink_status(folder, ec).type();
+    const bool missing = type != std::filesystem::file_type::directory && type != std::filesystem::file_type::symlink;
+    if (!(missing && missingPasses) && !platform::IsPrivateDirectory(folder)) return false;
+    if (folder == top || folder == folder.parent_path()) return true;
+  }
+}
+
 std::optional<std::string> ReadCacheFile(const std::filesystem::path& path, size_t maxBytes) {
   return platform::ReadRegularFile(path, maxBytes);
 }

@@ -26,6 +26,14 @@ std::filesystem::path CacheDirectory();
 // are 0700. False when it does not exist as a folder afterwards.
 bool MakePrivateDirectory(const std::filesystem::path& dir);
 
+// Whether `dir` and every folder above it up to `top` (both included) may be trusted
+// with cache entries: folders, not links, of this user, that no one else may write
+// (platform::IsPrivateDirectory). A folder that existed before the layer, planted or
+// loosened by someone else, is not (review 130c39d finding 6).
+// With `missingPasses`, a folder not there yet passes (the layer makes it 0700), as does
+// a file where a folder should be (nothing can be written there).
+bool IsPrivateFolderChain(const std::filesystem::path& top, const std::filesystem::path& dir, bool missingPasses = false);
+
 // The whole content of a regular file of at most maxBytes, or nullopt (missing, a
 // link, a FIFO or any other non-regular file, too large, a read error). Never blocks
 // on a special file.

@@ -4,6 +4,7 @@
 #include <exception>
 #include <new>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 
 #include "entry_points.h"
@@ -14,6 +15,26 @@
 namespace coopmat::layer {
 namespace {
 
+// A create call that failed by an exception still owes the app its output handles:
+// every element NULL or valid (review 130c39d finding 10). The pipeline creates and
+// vkCreateShadersEXT end in (uint32_t count, infos, allocator, Handle* out);
+// vkCreateShaderModule writes one handle. (Where non-dispatchable handles are all
+// uint64_t, on 32-bit builds, the count check below still holds for these calls.)
+template <typename... Args> void NullOutputHandles(Args... args) {
+  constexpr size_t n = sizeof...(Args);
+  using Types = std::tuple<Args...>;
+  using Last = std::tuple_element_t<n - 1, Types>;
+  const auto values = std::forward_as_tuple(args...);
+  if constexpr (std::is_same_v<Last, VkPipeline*> || std::is_same_v<Last, VkShaderEXT*>) {
+    static_assert(n >= 4 && std::is_same_v<std::tuple_element_t<n - 4, Types>, uint32_t>, "count, infos, allocator, handles");
+    Last handles = std::get<n - 1>(values);
+    if (handles)
+      for (uint32_t i = 0; i < std::get<n - 4>(values); ++i) handles[i] = VK_NULL_HANDLE;
+  } else if constexpr (std::is_same_v<Last, VkShaderModule*>) {
+    if (Last handle = std::get<n - 1>(values)) *handle = VK_NULL_HANDLE;
+  }
+}
+
 // No C++ exception may cross the Vulkan ABI: every intercept runs inside this guard.
 template <auto Fn> struct Guard;
 template <typename R, typename... Args, R (*Fn)(Args...)> struct Guard<Fn> {
@@ -21,15 +42,19 @@ template <typename R, typename... Args, R (*Fn)(Args...)> struct Guard<Fn> {
     try {
       return Fn(args...);
     } catch (const std::bad_alloc&) {
-      if constexpr (std::is_same_v<R, VkResult>) return VK_ERROR_OUT_OF_HOST_MEMORY;
+      if constexpr (std::is_same_v<R, VkResult>) return Failed(VK_ERROR_OUT_OF_HOST_MEMORY, args...);
     } catch (const std::exception& e) {
       Log(nullptr, LogLevel::Error, std::string("internal error: ") + e.what());
-      if constexpr (std::is_same_v<R, VkResult>) return VK_ERROR_UNKNOWN;
+      if constexpr (std::is_same_v<R, VkResult>) return Failed(VK_ERROR_UNKNOWN, args...);
     } catch (...) {
       Log(nullptr, LogLevel::Error, "internal error");
-      if constexpr (std::is_same_v<R, VkResult>) return VK_ERROR_UNKNOWN;
+      if constexpr (std::is_same_v<R, VkResult>) return Failed(VK_ERROR_UNKNOWN, args...);
     }
     if constexpr (!std::is_void_v<R>) return R{};
+  }
+  static VkResult Failed(VkResult result, Args... args) noexcept {
+    if constexpr (sizeof...(Args) > 0) NullOutputHandles(args...);
+    return result;
   }
 };
 

@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <sstream>
+#include <string_view>
 
 #include "layout_probe_shaders.h"  // generated: kProbe<Type>[] SPIR-V words
 #include "messages.h"
@@ -424,7 +426,15 @@ std::string ChecksumLine(std::string_view text) {
   return line;
 }
 
-std::optional<std::vector<LinearLayout>> ReadCache(const std::filesystem::path& path) {
+// A layout file: the layouts that fitted, and the component types an app left out (it
+// had not enabled the features their probe needs), which a later app may probe.
+struct CachedLayouts {
+  std::vector<LinearLayout> layouts;
+  std::set<uint32_t> unprobedTypes;
+};
+constexpr std::string_view kUnprobedLine = "# unprobed component type ";
+
+std::optional<CachedLayouts> ReadCache(const std::filesystem::path& path) {
   const std::optional<std::string> content = ReadCacheFile(path, 1u << 20);
   if (!content || content->rfind(std::string("# ") + kCacheFormat, 0) != 0) return std::nullopt;
   const size_t last = content->rfind("# checksum ");
@@ -432,15 +442,19 @@ std::optional<std::vector<LinearLayout>> ReadCache(const std::filesystem::path& 
     return std::nullopt;
   ParseResult parsed = ParseLayouts(content->substr(0, last));
   if (!parsed.ok) return std::nullopt;
-  return parsed.layouts;
+  CachedLayouts cached{std::move(parsed.layouts), {}};
+  for (size_t at = content->find(kUnprobedLine); at < last; at = content->find(kUnprobedLine, at + 1))
+    cached.unprobedTypes.insert(static_cast<uint32_t>(std::strtoul(content->c_str() + at + kUnprobedLine.size(), nullptr, 10)));
+  return cached;
 }
 
 // Written atomically (cache_files.h); layout files of other builds are removed, as
 // they would never be read again.
 bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayout>& layouts,
-                const std::vector<std::string>& notes) {
+                const std::vector<std::string>& notes, const std::set<uint32_t>& unprobedTypes) {
   std::string text = std::string("# ") + kCacheFormat + "\n";
   for (const std::string& note : notes) text += "# " + note + "\n";
+  for (uint32_t type : unprobedTypes) text += std::string(kUnprobedLine) + std::to_string(type) + "\n";
   for (const LinearLayout& layout : layouts) text += FormatLayout(layout) + "\n";
   text += ChecksumLine(text);
   if (!WriteCacheFileAtomically(path, text)) return false;
@@ -494,7 +508,8 @@ struct ProbeOutcome {
   std::vector<std::string> notes;
   bool runFailed = false;  // a key could not be probed or fitted nothing: not cacheable
   bool observedAny = false;  // some dispatch read back slots (fitted or not): the probe runs here
-  bool limited = false;    // some types were left out for the app's features: not cacheable for other apps
+  bool limited = false;    // some types were left out for the app's features (unprobedTypes)
+  std::set<uint32_t> unprobedTypes;
   bool deviceLost = false;
 };
 
@@ -512,6 +527,7 @@ ProbeOutcome Probe(const InstanceData& instance, const ProbeContext& context, co
     if (shader && !context.TypeAllowed(key.componentType)) {
       out.notes.push_back("not probed: " + ToString(key) + " (the app did not enable the features its probe needs)");
       out.limited = true;
+      out.unprobedTypes.insert(key.componentType);
       continue;
     }
     if (!shader || std::max(key.rows, key.cols) - 1 > shader->largestCode) {
@@ -563,6 +579,40 @@ void ReportLayouts(const InstanceData& instance, const std::vector<LayoutKey>& k
       Log(&instance, LogLevel::Info, "no layout: " + ToString(key));
 }
 
+// A cached layout file whose types an earlier app left out: those this app allows are
+// probed now, added to `cached` and the file rewritten (unless that probe failed).
+void ProbeTypesLeftOut(const InstanceData& instance, const ProbeContext& context, const std::vector<LayoutKey>& keys,
+                       std::optional<DriverFamily> family, const std::filesystem::path& cachePath, CachedLayouts& cached,
+                       bool* deviceLost) {
+  std::vector<LayoutKey> missing;
+  for (const LayoutKey& key : keys)
+    if (cached.unprobedTypes.count(key.componentType) && context.TypeAllowed(key.componentType)) missing.push_back(key);
+  if (missing.empty()) return;
+  const ProbeOutcome more = Probe(instance, context, missing, family);
+  if (more.deviceLost) {
+    Log(&instance, LogLevel::Error, "layout probe: the device was lost");
+    *deviceLost = true;
+    return;
+  }
+  for (const std::string& note : more.notes)
+    Log(&instance, LogLevel::Warning, "layout probe: " + note + "; operations on it use the portable path");
+  cached.layouts.insert(cached.layouts.end(), more.layouts.begin(), more.layouts.end());
+  for (const LayoutKey& key : missing) cached.unprobedTypes.erase(key.componentType);
+  if (!more.runFailed && !WriteCache(cachePath, cached.layouts, {}, cached.unprobedTypes))
+    Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
+}
+
+// The layer's cache folder, created when missing, or empty (with a warning) when it
+// cannot be trusted: a planted layout file would put wrong layouts into every shader
+// (review 130c39d finding 6).
+std::filesystem::path TrustedLayoutFolder(const InstanceData& instance) {
+  const std::filesystem::path directory = CacheDirectory();
+  if (directory.empty() || (MakePrivateDirectory(directory) && IsPrivateFolderChain(directory, directory))) return directory;
+  Log(&instance, LogLevel::Warning,
+      "layout probe: " + directory.string() + " is a link, another user's, or writable by others; layouts are not cached");
+  return {};
+}
+
 }  // namespace
 
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost) {
@@ -570,28 +620,30 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   const std::vector<uint32_t> sizes = device.physicalDevice.PipelineSubgroupSizes();
   const DeviceIdentity identity = Identify(device.physicalDevice);
   const std::optional<DriverFamily> family = KnownFamily(identity);
-  const std::filesystem::path directory = CacheDirectory();
+  const std::filesystem::path directory = TrustedLayoutFolder(instance);
   const std::filesystem::path cachePath =
       directory.empty() || identity.cacheName.empty() ? std::filesystem::path() : directory / identity.cacheName;
   std::vector<LayoutKey> keys;
   for (uint32_t size : sizes)
     for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, size)) keys.push_back(key);
+  // Probing at a size other than the default needs a required size, which needs the
+  // app's subgroupSizeControl and computeFullSubgroups.
+  const bool canProbe = sizes.size() == 1 || context.requireSubgroupSize;
   if (!cachePath.empty()) {
     if (auto cached = ReadCache(cachePath)) {
       // A layout for a size pipelines here cannot run at would be applied to the wrong lanes.
-      std::erase_if(*cached, [&](const LinearLayout& layout) { return !Supported(sizes, layout); });
-      if (!cached->empty()) {
-        Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->size()) + " from " + cachePath.string());
-        ReportLayouts(instance, keys, *cached, "probed (cached)");
-        return *cached;
+      std::erase_if(cached->layouts, [&](const LinearLayout& layout) { return !Supported(sizes, layout); });
+      if (!cached->layouts.empty()) {
+        Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->layouts.size()) + " from " + cachePath.string());
+        if (canProbe) ProbeTypesLeftOut(instance, context, keys, family, cachePath, *cached, deviceLost);
+        ReportLayouts(instance, keys, cached->layouts, "probed (cached)");
+        return *deviceLost ? std::vector<LinearLayout>{} : cached->layouts;
       }
     }
   }
 
-  // Probing at a size other than the default needs a required size, which needs the
-  // app's subgroupSizeControl and computeFullSubgroups.
   ProbeOutcome outcome;
-  if (sizes.size() == 1 || context.requireSubgroupSize) {
+  if (canProbe) {
     outcome = Probe(instance, context, keys, family);
   } else {
     outcome.runFailed = true;
@@ -644,7 +696,9 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
     Log(&instance, note.rfind("not probed: ", 0) != 0 ? LogLevel::Warning : LogLevel::Info,
         "layout probe: " + note + "; operations on it use the portable path");
   ReportLayouts(instance, keys, outcome.layouts, "probed");
-  if (!outcome.runFailed && !outcome.limited && !cachePath.empty() && !WriteCache(cachePath, outcome.layouts, outcome.notes))
+  // Cached with the types left out for this app's features: another app probes just those
+  // (review 130c39d finding 2: before, such a device probed everything at every creation).
+  if (!outcome.runFailed && !cachePath.empty() && !WriteCache(cachePath, outcome.layouts, outcome.notes, outcome.unprobedTypes))
     Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
   return outcome.layouts;
 }
@@ -672,24 +726,7 @@ std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, const std
   const std::optional<DriverFamily> family = KnownFamily(Identify(info));
   // Other shapes exist only under NV flexible dimensions.
   if (layouts.empty() || !family || !device.lowerOptions.flexibleDimensions) return layouts;
-  const bool agrees = std::all_of(layouts.begin(), layouts.end(), [&](const LinearLayout& layout) {
-    const std::optional<LinearLayout> expected = BuiltinLayout(*family, layout.key);
-    return expected && *expected == layout;
-  });
-  if (!agrees) return layouts;
-  // Built-in shapes the probe did not cover, for the component types the driver lists.
-  const std::vector<LinearLayout> listed = layouts;
-  for (uint32_t size : sizes) {
-    for (const LinearLayout& builtin : BuiltinLayouts(*family, size)) {
-      const bool known = std::any_of(layouts.begin(), layouts.end(),
-                                     [&](const LinearLayout& l) { return l.key == builtin.key; });
-      const bool listedType = std::any_of(listed.begin(), listed.end(), [&](const LinearLayout& l) {
-        return l.key.componentType == builtin.key.componentType && l.key.use == builtin.key.use;
-      });
-      if (!known && listedType) layouts.push_back(builtin);
-    }
-  }
-  return layouts;
+  return WithBuiltinShapes(layouts, *family, sizes, info.driverVersion, device.instance->settings.builtinLayouts.has_value());
 }
 
 }  // namespace coopmat::layer

@@ -9,10 +9,39 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
+#include <set>
 
 namespace coopmat::layer {
 namespace {
+
+// Another build's folder goes once no device of that build has opened it for this long.
+constexpr auto kUnusedBuildsKept = std::chrono::hours(24 * 30);
+
+// What other builds wrote is never read (their entries' build differs), but two builds
+// may be used in turn (a distribution's package and a developer's, a host's and a
+// runtime's sharing ~/.cache): each keeps its folder while it is in use (review
+// 130c39d finding 7; before, every device creation removed the others' folders).
+void RemoveUnusedBuilds(const std::filesystem::path& root) {
+  const auto limit = std::filesystem::file_time_type::clock::now() - kUnusedBuildsKept;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code kind;
+    if (it->path().filename() == BuildId() || it->is_symlink(kind)) continue;
+    if (const auto used = it->last_write_time(kind); !kind && used < limit) std::filesystem::remove_all(it->path(), kind);
+  }
+}
+
+// Whether this process opens `directory` with this disk limit for the first time: the
+// sweep of other builds and the full scan run then, not at every vkCreateDevice (and
+// again when the limit changes, which may call for a trim).
+bool FirstOpenInProcess(const std::filesystem::path& directory, uint64_t diskLimit) {
+  static std::mutex mutex;
+  static std::set<std::pair<std::string, uint64_t>> opened;
+  std::lock_guard lock(mutex);
+  return opened.insert({directory.string(), diskLimit}).second;
+}
 
 uint64_t Rotate(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
@@ -106,17 +135,37 @@ size_t LoweringCache::MemoryCharge(const CachedLowering& entry) {
 
 LoweringCache::LoweringCache(const std::filesystem::path& root, CacheLimits limits,
                              std::function<void(const std::string&)> warn)
-    : directory_(root.empty() ? root : root / BuildId()), limits_(limits), warn_(std::move(warn)) {
+    : directory_(root.empty() ? root : root / BuildId()),
+      // Up to `root`, and the layer's own folder above it when `root` is the layer's
+      // (CacheDirectory()/lowered; tests pass folders of their own).
+      trustedFrom_(root.empty() || root.parent_path() != CacheDirectory() ? root : root.parent_path()),
+      limits_(limits),
+      warn_(std::move(warn)) {
   if (root.empty()) return;
-  // What older (or other) builds wrote is never used: remove it, and what writers
-  // that died mid-write left here.
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code kind;
-    if (it->path().filename() != BuildId() && !it->is_symlink(kind)) std::filesystem::remove_all(it->path(), kind);
+  if (!FoldersPrivate(/*missing=*/true)) {
+    WarnNotPrivate();
+    directory_.clear();
+    return;
   }
-  RemoveStaleTemporaries(directory_);
+  TouchCacheFile(directory_);  // this build is in use: other builds leave its folder alone
+  if (!FirstOpenInProcess(directory_, limits_.diskBytes)) {
+    diskUsed_ = limits_.diskBytes / 4 * 3;  // at most what the last trim left; a write past the limit measures again
+    return;
+  }
+  RemoveUnusedBuilds(root);
+  RemoveStaleTemporaries(directory_);  // what writers that died mid-write left
   TrimDisk();  // also measures what is there
+}
+
+bool LoweringCache::FoldersPrivate(bool missing) const { return IsPrivateFolderChain(trustedFrom_, directory_, missing); }
+
+void LoweringCache::WarnNotPrivate() {
+  if (warn_)
+    std::call_once(warned_, [&] {
+      warn_("shader cache: " + directory_.string() +
+            " or a folder above it is a link, another user's, or writable by others; pipeline-time lowerings are kept in "
+            "memory only");
+    });
 }
 
 std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, const std::function<CachedLowering()>& lower,
@@ -261,6 +310,10 @@ void LoweringCache::WriteDisk(const Hash128& key, const CachedLowering& entry) {
   if (bytes.size() > limits_.diskBytes) return;  // it would evict everything, itself included
   std::memcpy(bytes.data(), &header, sizeof(header));
   std::memcpy(bytes.data() + sizeof(header), entry.words.data(), entry.words.size() * 4);
+  if (MakePrivateDirectory(directory_) && !FoldersPrivate(/*missing=*/false)) {  // changed since the cache was opened
+    WarnNotPrivate();
+    return;
+  }
   if (!WriteCacheFileAtomically(EntryPath(key), bytes)) {
     // Read-only, full, or not a folder: the app still works, lowering once per process.
     const std::string error = std::strerror(errno);

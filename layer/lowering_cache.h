@@ -113,7 +113,13 @@ class LoweringCache {
   // Removes the least recently used disk entries until the folder is well under its limit.
   void TrimDisk();
 
+  // Whether the folders from directory_ up to trustedFrom_ may be trusted (cache_files.h,
+  // IsPrivateFolderChain); `missing`: folders not there yet pass (made 0700 when written).
+  bool FoldersPrivate(bool missing) const;
+  void WarnNotPrivate();
+
   std::filesystem::path directory_;
+  std::filesystem::path trustedFrom_;  // the highest folder checked
   CacheLimits limits_;
   std::function<void(const std::string&)> warn_;
   std::once_flag warned_;

@@ -26,6 +26,11 @@ namespace coopmat::platform {
 // setuid program does not take it from its caller.
 std::filesystem::path UserCacheBase();
 
+// Whether the process runs with privileges its caller may lack (setuid, setgid, file
+// capabilities: AT_SECURE), where nothing the caller controls (environment, working
+// folder) may steer the layer.
+bool PrivilegedProcess();
+
 // Sets (value non-null) or removes (null) an environment variable of this process,
 // where the Vulkan loader reads it too. False on failure.
 bool SetEnvironment(const char* name, const char* value);
@@ -36,6 +41,12 @@ uint64_t ThreadId();
 // Creates one folder readable by the user alone (its parent must exist). True when
 // it was created or already exists.
 bool CreatePrivateDirectory(const std::filesystem::path& dir);
+
+// Whether `dir` is a folder (not a link) of this user that no one else may write: what
+// the layer keeps in it reaches the driver. POSIX: owner the effective user, no group
+// or other write bit. Windows: a folder that is not a reparse point (its DACL, which
+// the layer sets on folders it creates, is not checked).
+bool IsPrivateDirectory(const std::filesystem::path& dir);
 
 // The whole content of a regular file of at most maxBytes, or nullopt (missing, a
 // link, a FIFO or any other non-regular file, too large, it grew while read, a read

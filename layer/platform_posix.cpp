@@ -3,6 +3,9 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#ifdef __linux__
+#include <sys/auxv.h>
+#endif
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +21,14 @@ std::filesystem::path UserCacheBase() {
   return {};
 }
 
+bool PrivilegedProcess() {
+#ifdef __linux__
+  return ::getauxval(AT_SECURE) != 0;
+#else
+  return ::getuid() != ::geteuid() || ::getgid() != ::getegid();
+#endif
+}
+
 bool SetEnvironment(const char* name, const char* value) {
   return (value ? ::setenv(name, value, 1) : ::unsetenv(name)) == 0;
 }
@@ -27,6 +38,12 @@ uint64_t ThreadId() { return static_cast<uint64_t>(::gettid()); }
 
 bool CreatePrivateDirectory(const std::filesystem::path& dir) {
   return ::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST;
+}
+
+bool IsPrivateDirectory(const std::filesystem::path& dir) {
+  struct stat info{};
+  return ::lstat(dir.c_str(), &info) == 0 && S_ISDIR(info.st_mode) && info.st_uid == ::geteuid() &&
+         (info.st_mode & (S_IWGRP | S_IWOTH)) == 0;
 }
 
 std::optional<std::string> ReadRegularFile(const std::filesystem::path& path, size_t maxBytes) {

@@ -106,6 +106,9 @@ std::filesystem::path UserCacheBase() {
   return path.is_absolute() ? path : std::filesystem::path();
 }
 
+// Windows has no setuid: a process's privileges are its token's, which its caller chose.
+bool PrivilegedProcess() { return false; }
+
 bool SetEnvironment(const char* name, const char* value) {
   // _putenv_s updates the C runtime's copy (getenv) and the process's (the loader's
   // GetEnvironmentVariable); an empty value removes the variable.
@@ -118,6 +121,12 @@ uint64_t ThreadId() { return GetCurrentThreadId(); }
 bool CreatePrivateDirectory(const std::filesystem::path& dir) {
   PrivateSecurity security;
   return CreateDirectoryW(dir.c_str(), security.get()) || GetLastError() == ERROR_ALREADY_EXISTS;
+}
+
+bool IsPrivateDirectory(const std::filesystem::path& dir) {
+  const DWORD attributes = GetFileAttributesW(dir.c_str());
+  return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) &&
+         !(attributes & FILE_ATTRIBUTE_REPARSE_POINT);
 }
 
 std::optional<std::string> ReadRegularFile(const std::filesystem::path& path, size_t maxBytes) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "layer_names.h"
+#include "platform.h"
 
 extern char** environ;
 
@@ -181,6 +182,12 @@ void ApplySettingsFile(SettingsResult& out) {
   }
 }
 
+bool HasSettingsInEnvironment() {
+  for (char** e = environ; e && *e; ++e)
+    if (std::strncmp(*e, kEnvPrefix, std::strlen(kEnvPrefix)) == 0) return true;
+  return std::getenv("VK_LAYER_SETTINGS_PATH") != nullptr;
+}
+
 void ApplyEnvironment(SettingsResult& out) {
   const size_t prefixLength = std::strlen(kEnvPrefix);
   for (char** e = environ; e && *e; ++e) {
@@ -196,9 +203,19 @@ void ApplyEnvironment(SettingsResult& out) {
 }  // namespace
 
 SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo) {
+  return ReadSettings(createInfo, platform::PrivilegedProcess());
+}
+
+SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo, bool privileged) {
   SettingsResult result;
   // Lowest precedence first; later sources overwrite earlier ones.
   ApplyApiSettings(createInfo, result);
+  if (privileged) {
+    if (HasSettingsInEnvironment())
+      result.warnings.push_back("a setuid/setgid process: " + std::string(kEnvPrefix) +
+                                "* and vk_layer_settings.txt are ignored");
+    return result;
+  }
   ApplySettingsFile(result);
   ApplyEnvironment(result);
   return result;

@@ -46,6 +46,10 @@ struct SettingsResult {
 };
 
 SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo);
+// The same; a privileged process (platform::PrivilegedProcess) takes only the
+// VkLayerSettingsCreateInfoEXT entries: its environment and working folder are its
+// caller's (review 130c39d finding 9: dump_dir would write where the caller says).
+SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo, bool privileged);
 
 const char* LogLevelName(LogLevel level);
 

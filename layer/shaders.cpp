@@ -482,18 +482,36 @@ class StageRewriter {
   std::vector<VkShaderModule> temporaryModules_;
 };
 
-template <typename Handle> VkResult FailAll(uint32_t count, Handle* handles, VkResult result) {
-  for (uint32_t i = 0; i < count; ++i) handles[i] = VK_NULL_HANDLE;
-  return result;
+const VkPipelineCreateFlags2CreateInfoKHR* Flags2Of(const void* chain) {
+  return reinterpret_cast<const VkPipelineCreateFlags2CreateInfoKHR*>(
+      FindInChain(chain, VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR));
 }
 
-// Whether a pipeline create info asks to fail rather than compile (the flag, or its
-// VkPipelineCreateFlags2CreateInfoKHR twin).
+// A pipeline create info's flags: its VkPipelineCreateFlags2CreateInfoKHR's when one is
+// chained ("flags from that structure are used instead"), else its own (the bits of
+// both are the same below 2^32).
+template <typename Info> VkPipelineCreateFlags2KHR EffectiveFlags(const Info& info) {
+  if (const auto* flags2 = Flags2Of(info.pNext)) return flags2->flags;
+  return info.flags;
+}
+
+// Whether a pipeline create info asks to fail rather than compile.
 template <typename Info> bool FailsOnCompileRequired(const Info& info) {
-  if (const auto* flags2 = reinterpret_cast<const VkPipelineCreateFlags2CreateInfoKHR*>(
-          FindInChain(info.pNext, VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR)))
-    return (flags2->flags & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0;
-  return (info.flags & VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT) != 0;
+  return (EffectiveFlags(info) & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0;
+}
+
+// Clears the derivative hint of a pipeline whose base is gone, in its flags and in a
+// chained VkPipelineCreateFlags2CreateInfoKHR (edited in a copy of the chain, owned
+// by `chains`; review 130c39d finding 4).
+template <typename Info> void DropDerivative(Info& info, ChainCopy& chains) {
+  info.flags &= ~VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+  const auto* flags2 = Flags2Of(info.pNext);
+  if (!flags2 || !(flags2->flags & VK_PIPELINE_CREATE_2_DERIVATIVE_BIT_KHR)) return;
+  VkPipelineCreateFlags2CreateInfoKHR edited = *flags2;
+  edited.flags &= ~VK_PIPELINE_CREATE_2_DERIVATIVE_BIT_KHR;
+  const void* chain = nullptr;
+  if (chains.Copy(info.pNext, VK_STRUCTURE_TYPE_MAX_ENUM, &chain, reinterpret_cast<const VkBaseInStructure*>(&edited)))
+    info.pNext = chain;
 }
 
 // Vulkan ("Multiple Pipeline Creation"): every pipeline of a call is attempted and
@@ -509,7 +527,7 @@ VkResult CreateLoweredOnes(std::vector<Info>& infos, const std::vector<bool>& ok
   if (std::all_of(ok.begin(), ok.end(), [](bool b) { return b; })) return create(count, infos.data(), pipelines);
   uint32_t end = count;
   for (uint32_t i = 0; i < count && end == count; ++i)
-    if (!ok[i] && (infos[i].flags & VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT)) end = i;
+    if (!ok[i] && (EffectiveFlags(infos[i]) & VK_PIPELINE_CREATE_2_EARLY_RETURN_ON_FAILURE_BIT_KHR)) end = i;
   std::vector<Info> subset;
   std::vector<uint32_t> position;
   std::vector<int32_t> renumbered(count, -1);
@@ -519,13 +537,13 @@ VkResult CreateLoweredOnes(std::vector<Info>& infos, const std::vector<bool>& ok
       position.push_back(i);
       subset.push_back(infos[i]);
     }
+  ChainCopy chains;
   if constexpr (requires(Info info) { info.basePipelineIndex; }) {
     for (Info& info : subset) {
       if (info.basePipelineIndex < 0) continue;
       const auto base = static_cast<uint32_t>(info.basePipelineIndex);
       info.basePipelineIndex = base < count ? renumbered[base] : -1;
-      if (info.basePipelineIndex < 0 && info.basePipelineHandle == VK_NULL_HANDLE)
-        info.flags &= ~VK_PIPELINE_CREATE_DERIVATIVE_BIT;
+      if (info.basePipelineIndex < 0 && info.basePipelineHandle == VK_NULL_HANDLE) DropDerivative(info, chains);
     }
   }
   for (uint32_t i = 0; i < count; ++i) pipelines[i] = VK_NULL_HANDLE;
@@ -817,6 +835,38 @@ VKAPI_ATTR void VKAPI_CALL GetShaderModuleCreateInfoIdentifierEXT(VkDevice devic
   data->dispatch.GetShaderModuleCreateInfoIdentifierEXT(device, &info, pIdentifier);
 }
 
+namespace {
+
+// Vulkan (vkCreateShadersEXT): an app finds the shader that failed by "locating the first
+// VK_NULL_HANDLE", so the ones the layer refuses get VK_NULL_HANDLE and the others are
+// created (review 130c39d finding 5; before, one refusal nulled all). Shaders created with
+// VK_SHADER_CREATE_LINK_STAGE_BIT_EXT are linked together, so they fail together.
+// ok[i]: whether info i was lowered. Calls `create` with the others, in order, places
+// their handles, and returns the driver's error or ours.
+template <typename Create>
+VkResult CreateLoweredShaders(std::vector<VkShaderCreateInfoEXT>& infos, std::vector<bool> ok, VkResult failure,
+                              VkShaderEXT* shaders, const Create& create) {
+  const uint32_t count = static_cast<uint32_t>(infos.size());
+  if (std::all_of(ok.begin(), ok.end(), [](bool b) { return b; })) return create(count, infos.data(), shaders);
+  auto linked = [&](uint32_t i) { return (infos[i].flags & VK_SHADER_CREATE_LINK_STAGE_BIT_EXT) != 0; };
+  bool linkFailed = false;
+  for (uint32_t i = 0; i < count; ++i) linkFailed |= !ok[i] && linked(i);
+  std::vector<VkShaderCreateInfoEXT> subset;
+  std::vector<uint32_t> position;
+  for (uint32_t i = 0; i < count; ++i)
+    if (ok[i] && !(linkFailed && linked(i))) {
+      position.push_back(i);
+      subset.push_back(infos[i]);
+    }
+  for (uint32_t i = 0; i < count; ++i) shaders[i] = VK_NULL_HANDLE;
+  std::vector<VkShaderEXT> created(subset.size(), VK_NULL_HANDLE);
+  const VkResult result = subset.empty() ? VK_SUCCESS : create(static_cast<uint32_t>(subset.size()), subset.data(), created.data());
+  for (size_t k = 0; k < subset.size(); ++k) shaders[position[k]] = created[k];
+  return result < VK_SUCCESS ? result : failure;
+}
+
+}  // namespace
+
 VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice device, uint32_t count,
                                                 const VkShaderCreateInfoEXT* pCreateInfos,
                                                 const VkAllocationCallbacks* pAllocator, VkShaderEXT* pShaders) {
@@ -825,20 +875,31 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice device, uint32_t count,
   if (!data->emulating) return data->dispatch.CreateShadersEXT(device, count, pCreateInfos, pAllocator, pShaders);
   std::vector<VkShaderCreateInfoEXT> infos(pCreateInfos, pCreateInfos + count);
   std::vector<std::shared_ptr<const CachedLowering>> code(count);
+  std::vector<bool> ok(count, true);
+  VkResult failure = VK_SUCCESS;
   for (uint32_t i = 0; i < count; ++i) {
     if (infos[i].codeType != VK_SHADER_CODE_TYPE_SPIRV_EXT) continue;  // binaries were lowered before
     // A shader object is a pipeline stage: its specialization and subgroup size are known now.
     const Scanned scanned = Scan(*data, infos[i].pCode, infos[i].codeSize, "vkCreateShadersEXT");
-    if (scanned.result != VK_SUCCESS) return FailAll(count, pShaders, scanned.result);
-    if (!scanned.needsLowering) continue;
-    const StageLowering lowered = LowerForStage(*data, scanned.words, Hasher().Add(scanned.words).Finish(),
-                                                FactsOf(infos[i]), "vkCreateShadersEXT");
-    if (lowered.result != VK_SUCCESS) return FailAll(count, pShaders, lowered.result);
-    code[i] = lowered.code;
-    infos[i].pCode = code[i]->words.data();
-    infos[i].codeSize = code[i]->words.size() * 4;
+    VkResult result = scanned.result;
+    if (result == VK_SUCCESS && scanned.needsLowering) {
+      const StageLowering lowered = LowerForStage(*data, scanned.words, Hasher().Add(scanned.words).Finish(),
+                                                  FactsOf(infos[i]), "vkCreateShadersEXT");
+      result = lowered.result;
+      if (result == VK_SUCCESS) {
+        code[i] = lowered.code;
+        infos[i].pCode = code[i]->words.data();
+        infos[i].codeSize = code[i]->words.size() * 4;
+      }
+    }
+    if (result != VK_SUCCESS) {
+      ok[i] = false;
+      if (failure == VK_SUCCESS) failure = result;
+    }
   }
-  return data->dispatch.CreateShadersEXT(device, count, infos.data(), pAllocator, pShaders);
+  return CreateLoweredShaders(infos, ok, failure, pShaders, [&](uint32_t n, const VkShaderCreateInfoEXT* p, VkShaderEXT* out) {
+    return data->dispatch.CreateShadersEXT(device, n, p, pAllocator, out);
+  });
 }
 
 }  // namespace coopmat::layer

@@ -2,6 +2,7 @@
 // formula (docs: layouts.md, lavapipe.md, seed 004) enumerated over every slot
 // and fitted, so a formula that is not linear or not a full cover fails here
 // instead of being typed in as a basis that might not match it.
+#include <algorithm>
 #include <functional>
 
 #include "coopmat/layout.h"
@@ -321,6 +322,26 @@ std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupS
       for (auto [rows, cols] : shapes)
         if (auto layout = BuiltinLayout(family, LayoutKey{type, config.use, rows, cols, subgroupSize}))
           layouts.push_back(std::move(*layout));
+  return layouts;
+}
+
+std::vector<LinearLayout> WithBuiltinShapes(const std::vector<LinearLayout>& probed, DriverFamily family,
+                                            const std::vector<uint32_t>& subgroupSizes, uint32_t driverVersion,
+                                            bool anyVersion) {
+  const bool agrees = std::all_of(probed.begin(), probed.end(), [&](const LinearLayout& layout) {
+    const std::optional<LinearLayout> expected = BuiltinLayout(family, layout.key);
+    return expected && *expected == layout;
+  });
+  if (probed.empty() || !agrees || (!anyVersion && !BuiltinDriverRange(family).Contains(driverVersion))) return probed;
+  std::vector<LinearLayout> layouts = probed;
+  for (uint32_t size : subgroupSizes)
+    for (const LinearLayout& builtin : BuiltinLayouts(family, size)) {
+      const bool known = std::any_of(layouts.begin(), layouts.end(), [&](const LinearLayout& l) { return l.key == builtin.key; });
+      const bool fittedHere = std::any_of(probed.begin(), probed.end(), [&](const LinearLayout& l) {
+        return l.key.subgroupSize == size && l.key.componentType == builtin.key.componentType && l.key.use == builtin.key.use;
+      });
+      if (!known && fittedHere) layouts.push_back(builtin);
+    }
   return layouts;
 }
 

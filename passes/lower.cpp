@@ -139,36 +139,63 @@ uint32_t AllBitsSet(Builder& b, uint32_t type, uint32_t resultId = 0) {
   return b.Emit(spv::Op::OpCompositeConstruct, type, std::vector<uint32_t>(count, t.Constant(scalar, literal)), resultId);
 }
 
+using PortableForm = std::function<void(Builder&, FunctionState&, const ir::Instruction&)>;
+
+// Whether `portable` lowers `inst` within the scratch the slices are sized for
+// already (by the listed sizes' code and the operations before it). It is tried on a
+// throwaway function, and what the try required of the scratch or declared is undone.
+bool FitsReservedScratch(Context& c, const FunctionState& fs, const ir::Instruction& inst, const PortableForm& portable) {
+  ir::Function trial;
+  trial.definition = fs.function.definition;
+  trial.blocks.emplace_back();
+  trial.blocks.back().instructions.emplace_back(spv::Op::OpLabel, 0, c.module.TakeId(), std::vector<uint32_t>{});
+  FunctionState trialState{trial, fs.sliceBase, fs.lane, fs.subgroupSize, fs.scratchUsed, fs.coordinates};
+  const Scratch::Requirements before = c.scratch.Save();
+  const size_t variables = c.newVariables.size();
+  const LowerStats stats = c.stats;
+  const bool usesShuffle = c.usesShuffle, dependsOnSpecialization = c.dependsOnSpecialization;
+  Builder builder(c, trial, 0, 1);
+  portable(builder, trialState, NewVersion(c, inst));
+  const bool fits = !c.scratch.Grew(before);
+  c.scratch.Restore(before);
+  c.newVariables.resize(variables);
+  c.stats = stats;
+  c.usesShuffle = usesShuffle;
+  c.dependsOnSpecialization = dependsOnSpecialization;
+  return fits;
+}
+
 // The OpSwitch default of a per-size lowering: a SubgroupSize outside the pipeline's
 // list, which a driver runs only outside its own subgroup-size properties (review
 // 4b565b7 finding 19; before, the largest size's code ran there, with the wrong
 // layout). No layout is known at such a size, so a conversion or reduction takes its
 // layout-independent form: without scratch when it needs none, else through the
-// function's scratch slice when it has one (a slice only for this branch would cost
-// every pipeline shared memory), and then only at sizes the slices are counted for
-// (Scratch::SlicedSubgroupSize and up). Everywhere else, and always for GetCoordinate and
-// PerElementOp (their layout-independent form reads coordinate tables learned at the
-// function's entry, which the register path does not learn), the result has every
-// bit set.
+// function's scratch slice when it has one and the form fits the slice as the rest of
+// the module sizes it (review 130c39d finding 1: code no conforming driver runs must
+// not cost every pipeline shared memory), and then only at sizes the slices are
+// counted for (Scratch::SlicedSubgroupSize and up). Everywhere else, and always for
+// GetCoordinate and PerElementOp (their layout-independent form reads coordinate
+// tables learned at the function's entry, which the register path does not learn),
+// the result has every bit set.
 void LowerAtUnlistedSize(Builder& b, FunctionState& fs, const ir::Instruction& inst) {
   Context& c = b.context();
   TypeManager& t = c.types;
-  std::function<void(const ir::Instruction&)> portable;
+  PortableForm portable;
   switch (inst.opcode) {
     case spv::Op::OpCooperativeMatrixGetCoordinateEXT:
     case spv::Op::OpCooperativeMatrixPerElementOpEXT: break;
     case spv::Op::OpCooperativeMatrixReduceEXT:
-      if (fs.sliceBase) portable = [&](const ir::Instruction& version) { LowerReduce(b, fs, version); };
+      portable = [](Builder& at, FunctionState& state, const ir::Instruction& version) { LowerReduce(at, state, version); };
       break;
     default:
       if (!ConversionUsesScratch(c, inst)) {
         LowerConversion(b, fs, inst);
         return;
       }
-      if (fs.sliceBase) portable = [&](const ir::Instruction& version) { LowerConversion(b, fs, version); };
+      portable = [](Builder& at, FunctionState& state, const ir::Instruction& version) { LowerConversion(at, state, version); };
       break;
   }
-  if (!portable) {
+  if (!portable || !fs.sliceBase || !FitsReservedScratch(c, fs, inst, portable)) {
     AllBitsSet(b, inst.typeId, inst.resultId);
     return;
   }
@@ -180,7 +207,7 @@ void LowerAtUnlistedSize(Builder& b, FunctionState& fs, const ir::Instruction& i
       enoughSlices, {1},
       [&](size_t) {
         const ir::Instruction version = NewVersion(c, inst);
-        portable(version);
+        portable(b, fs, version);
         b.EmitVoid(spv::Op::OpStore, {result, version.resultId});
       },
       [&] { b.EmitVoid(spv::Op::OpStore, {result, AllBitsSet(b, inst.typeId)}); });

@@ -62,6 +62,19 @@ class Scratch {
   // The inverse: 4 / componentBytes values of the component type packed into a uint.
   uint32_t Pack(Builder& b, const CoopMatType& type, const std::vector<uint32_t>& elements);
 
+  // What the slices are sized for so far, to try a lowering and undo its requirements
+  // (LowerAtUnlistedSize): Grew says whether anything was required beyond `before`.
+  struct Requirements {
+    uint32_t maxConstantWords = 0;
+    std::vector<uint32_t> specWords;
+    std::set<std::pair<uint32_t, uint32_t>> types;
+    uint32_t requestedBytes = 0;
+    bool requestedSpecialized = false;
+  };
+  Requirements Save() const;
+  void Restore(const Requirements& saved);
+  bool Grew(const Requirements& before) const;
+
   // Declares the array and variable, adds them to the entry points, checks the limit.
   void Finalize();
 

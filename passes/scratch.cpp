@@ -273,6 +273,24 @@ void Scratch::Require(const CoopMatType& type, uint32_t extraBytesPerElement) {
   specWords_.push_back(t.SpecOp(t.Uint(), spv::Op::OpUDiv, {padded, t.UintConstant(4)}));
 }
 
+Scratch::Requirements Scratch::Save() const {
+  return {maxConstantWords_, specWords_, requiredTypes_, requestedBytes, requestedSpecialized};
+}
+
+void Scratch::Restore(const Requirements& saved) {
+  maxConstantWords_ = saved.maxConstantWords;
+  specWords_ = saved.specWords;
+  requiredTypes_ = saved.types;
+  requestedBytes = saved.requestedBytes;
+  requestedSpecialized = saved.requestedSpecialized;
+}
+
+// A specialization-dependent requirement not recorded before counts as growth: its
+// size is unknown until the pipeline is specialized.
+bool Scratch::Grew(const Requirements& before) const {
+  return maxConstantWords_ > before.maxConstantWords || specWords_.size() > before.specWords.size();
+}
+
 uint32_t Scratch::SlicedSubgroupSize() const {
   const std::vector<uint32_t>& sizes = context_.options.subgroupSizes;
   return std::max<uint32_t>(sizes.empty() ? context_.options.minSubgroupSize : *std::min_element(sizes.begin(), sizes.end()), 1);

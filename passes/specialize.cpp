@@ -40,6 +40,138 @@ struct FloatModes {
   std::set<uint32_t> nearestEven, towardZero, flushToZero;  // widths named by RoundingModeRTE/RTZ, DenormFlushToZero
 };
 
+uint64_t Truncate(uint64_t v, uint32_t width) { return width >= 64 ? v : v & ((uint64_t{1} << width) - 1); }
+int64_t Signed(uint64_t v, uint32_t width) {
+  if (width >= 64) return static_cast<int64_t>(v);
+  const uint64_t sign = uint64_t{1} << (width - 1);
+  return static_cast<int64_t>((v ^ sign) - sign);
+}
+
+// The frozen operands of an integer or boolean OpSpecConstantOp: values zero-extended
+// to 64 bits, their types, and the width the operation works at (its first operand's).
+struct ScalarOperands {
+  std::vector<uint64_t> v;
+  std::vector<ScalarType> types;
+  uint32_t width = 0;
+  size_t size() const { return v.size(); }
+  int64_t s(size_t i) const { return Signed(v[i], types[i].width); }
+};
+
+// Each family below folds its own opcodes (nullopt for others, or where the result
+// is undefined: a division by zero, an overflowing signed division, a shift by the
+// width or more); the value is truncated to the result's width by the caller.
+std::optional<uint64_t> FoldConversion(spv::Op op, const ScalarOperands& x) {
+  if (x.size() != 1) return std::nullopt;
+  if (op == spv::Op::OpSConvert) return static_cast<uint64_t>(x.s(0));
+  if (op == spv::Op::OpUConvert) return x.v[0];
+  return std::nullopt;
+}
+
+std::optional<uint64_t> FoldUnsignedArithmetic(spv::Op op, const ScalarOperands& x) {
+  const std::vector<uint64_t>& v = x.v;
+  if (op == spv::Op::OpSNegate && x.size() == 1) return 0 - v[0];
+  if (x.size() != 2) return std::nullopt;
+  switch (op) {
+    case spv::Op::OpIAdd: return v[0] + v[1];
+    case spv::Op::OpISub: return v[0] - v[1];
+    case spv::Op::OpIMul: return v[0] * v[1];
+    case spv::Op::OpUDiv: return v[1] ? std::optional<uint64_t>(v[0] / v[1]) : std::nullopt;
+    case spv::Op::OpUMod: return v[1] ? std::optional<uint64_t>(v[0] % v[1]) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<uint64_t> FoldSignedDivision(spv::Op op, const ScalarOperands& x) {
+  if (x.size() != 2 || !x.s(1)) return std::nullopt;
+  switch (op) {
+    case spv::Op::OpSDiv:
+      if (x.s(1) == -1 && x.s(0) == Signed(uint64_t{1} << (x.width - 1), x.width)) return std::nullopt;
+      return static_cast<uint64_t>(x.s(0) / x.s(1));
+    case spv::Op::OpSRem:
+      if (x.s(1) == -1) return std::nullopt;
+      return static_cast<uint64_t>(x.s(0) % x.s(1));
+    case spv::Op::OpSMod: {
+      if (x.s(1) == -1) return std::nullopt;
+      int64_t r = x.s(0) % x.s(1);
+      if (r != 0 && ((r < 0) != (x.s(1) < 0))) r += x.s(1);
+      return static_cast<uint64_t>(r);
+    }
+    default: return std::nullopt;
+  }
+}
+
+std::optional<uint64_t> FoldShift(spv::Op op, const ScalarOperands& x) {
+  if (x.size() != 2 || x.v[1] >= x.width) return std::nullopt;
+  switch (op) {
+    case spv::Op::OpShiftLeftLogical: return x.v[0] << x.v[1];
+    case spv::Op::OpShiftRightLogical: return x.v[0] >> x.v[1];
+    case spv::Op::OpShiftRightArithmetic: return static_cast<uint64_t>(x.s(0) >> x.v[1]);
+    default: return std::nullopt;
+  }
+}
+
+std::optional<uint64_t> FoldBitwise(spv::Op op, const ScalarOperands& x) {
+  const std::vector<uint64_t>& v = x.v;
+  if (op == spv::Op::OpNot && x.size() == 1) return ~v[0];
+  if (x.size() != 2) return std::nullopt;
+  switch (op) {
+    case spv::Op::OpBitwiseOr: return v[0] | v[1];
+    case spv::Op::OpBitwiseXor: return v[0] ^ v[1];
+    case spv::Op::OpBitwiseAnd: return v[0] & v[1];
+    default: return std::nullopt;
+  }
+}
+
+std::optional<uint64_t> FoldLogical(spv::Op op, const ScalarOperands& x) {
+  const std::vector<uint64_t>& v = x.v;
+  if (op == spv::Op::OpLogicalNot && x.size() == 1) return !v[0];
+  if (op == spv::Op::OpSelect && x.size() == 3) return v[0] ? v[1] : v[2];
+  if (x.size() != 2) return std::nullopt;
+  switch (op) {
+    case spv::Op::OpLogicalOr: return v[0] || v[1];
+    case spv::Op::OpLogicalAnd: return v[0] && v[1];
+    default: return std::nullopt;
+  }
+}
+
+std::optional<uint64_t> FoldComparison(spv::Op op, const ScalarOperands& x) {
+  if (x.size() != 2) return std::nullopt;
+  const std::vector<uint64_t>& v = x.v;
+  switch (op) {
+    case spv::Op::OpLogicalEqual:
+    case spv::Op::OpIEqual: return v[0] == v[1];
+    case spv::Op::OpLogicalNotEqual:
+    case spv::Op::OpINotEqual: return v[0] != v[1];
+    case spv::Op::OpULessThan: return v[0] < v[1];
+    case spv::Op::OpUGreaterThan: return v[0] > v[1];
+    case spv::Op::OpULessThanEqual: return v[0] <= v[1];
+    case spv::Op::OpUGreaterThanEqual: return v[0] >= v[1];
+    case spv::Op::OpSLessThan: return x.s(0) < x.s(1);
+    case spv::Op::OpSGreaterThan: return x.s(0) > x.s(1);
+    case spv::Op::OpSLessThanEqual: return x.s(0) <= x.s(1);
+    case spv::Op::OpSGreaterThanEqual: return x.s(0) >= x.s(1);
+    default: return std::nullopt;
+  }
+}
+
+std::optional<uint64_t> FoldScalarOperation(spv::Op op, const ScalarOperands& x) {
+  for (auto fold : {FoldConversion, FoldUnsignedArithmetic, FoldSignedDivision, FoldShift, FoldBitwise, FoldLogical,
+                    FoldComparison})
+    if (std::optional<uint64_t> value = fold(op, x)) return value;
+  return std::nullopt;
+}
+
+// A folded integer or boolean value as the constant of the result type.
+Folded ScalarConstant(uint64_t value, const ScalarType& result) {
+  value = Truncate(value, result.width);
+  if (result.isBool) return Folded{value ? spv::Op::OpConstantTrue : spv::Op::OpConstantFalse, {}};
+  uint64_t literal = value;
+  if (result.isSigned && result.width < 32) literal = static_cast<uint64_t>(Signed(value, result.width)) & 0xffffffffu;
+  Folded folded{spv::Op::OpConstant, {static_cast<uint32_t>(literal)}};
+  if (result.width > 32) folded.operands.push_back(static_cast<uint32_t>(value >> 32));
+  return folded;
+}
+
 class Freezer {
  public:
   explicit Freezer(ir::Module& module) : module_(module) {
@@ -62,42 +194,7 @@ class Freezer {
     std::unordered_map<uint32_t, uint32_t> specIdOf;  // result id -> SpecId, decoration groups included
     for (const ir::AppliedDecoration& d : ir::FindDecorations(module_, spv::Decoration::SpecId))
       if (!d.literals.empty()) specIdOf[d.target] = d.literals[0];
-    for (ir::Instruction& inst : module_.globals) {
-      const auto specId = specIdOf.find(inst.resultId);
-      const std::vector<uint8_t>* bytes = nullptr;
-      if (specId != specIdOf.end()) {
-        auto value = specialization.values.find(specId->second);
-        // An entry without bytes (size 0 is invalid in Vulkan; the layer drops such
-        // entries) gives no value: the default stands, and ReadBytes never copies
-        // from an empty vector's null data() (undefined behaviour for memcpy).
-        if (value != specialization.values.end() && !value->second.empty()) bytes = &value->second;
-      }
-      switch (inst.opcode) {
-        case spv::Op::OpSpecConstantTrue:
-        case spv::Op::OpSpecConstantFalse: {
-          bool value = inst.opcode == spv::Op::OpSpecConstantTrue;
-          if (bytes) value = ReadBytes(*bytes, 4) != 0;  // a VkBool32
-          inst.opcode = value ? spv::Op::OpConstantTrue : spv::Op::OpConstantFalse;
-          break;
-        }
-        case spv::Op::OpSpecConstant:
-          if (bytes) SetLiteral(inst, *bytes);
-          inst.opcode = spv::Op::OpConstant;
-          break;
-        case spv::Op::OpSpecConstantComposite:
-          // OpConstantComposite may hold only constants: with a part still a
-          // specialization operation it stays a specialization composite.
-          if (AllFrozen(inst.operands)) inst.opcode = spv::Op::OpConstantComposite;
-          break;
-        case spv::Op::OpSpecConstantOp:
-          if (std::optional<Folded> folded = Fold(inst)) {
-            inst.opcode = folded->opcode;
-            inst.operands = std::move(folded->operands);
-          }
-          break;
-        default: break;
-      }
-    }
+    for (ir::Instruction& inst : module_.globals) Freeze(inst, AppValue(specIdOf, specialization, inst.resultId));
     // Frozen constants carry no SpecId any more (only scalar spec constants had one).
     std::erase_if(module_.annotations, [](const ir::Instruction& a) {
       return a.opcode == spv::Op::OpDecorate && a.Operand(1) == static_cast<uint32_t>(spv::Decoration::SpecId);
@@ -105,6 +202,48 @@ class Freezer {
   }
 
  private:
+  // The app's bytes for the specialization constant `id`, or null (no SpecId, no entry).
+  static const std::vector<uint8_t>* AppValue(const std::unordered_map<uint32_t, uint32_t>& specIdOf,
+                                              const Specialization& specialization, uint32_t id) {
+    const auto specId = specIdOf.find(id);
+    if (specId == specIdOf.end()) return nullptr;
+    const auto value = specialization.values.find(specId->second);
+    // An entry without bytes (size 0 is invalid in Vulkan; the layer drops such
+    // entries) gives no value: the default stands, and ReadBytes never copies from an
+    // empty vector's null data() (undefined behaviour for memcpy).
+    return value != specialization.values.end() && !value->second.empty() ? &value->second : nullptr;
+  }
+
+  // One global, in module order (an operation's operands come before it): a
+  // specialization constant becomes a constant of the app's value or its default.
+  void Freeze(ir::Instruction& inst, const std::vector<uint8_t>* bytes) const {
+    switch (inst.opcode) {
+      case spv::Op::OpSpecConstantTrue:
+      case spv::Op::OpSpecConstantFalse: {
+        bool value = inst.opcode == spv::Op::OpSpecConstantTrue;
+        if (bytes) value = ReadBytes(*bytes, 4) != 0;  // a VkBool32
+        inst.opcode = value ? spv::Op::OpConstantTrue : spv::Op::OpConstantFalse;
+        break;
+      }
+      case spv::Op::OpSpecConstant:
+        if (bytes) SetLiteral(inst, *bytes);
+        inst.opcode = spv::Op::OpConstant;
+        break;
+      case spv::Op::OpSpecConstantComposite:
+        // OpConstantComposite may hold only constants: with a part still a
+        // specialization operation it stays a specialization composite.
+        if (AllFrozen(inst.operands)) inst.opcode = spv::Op::OpConstantComposite;
+        break;
+      case spv::Op::OpSpecConstantOp:
+        if (std::optional<Folded> folded = Fold(inst)) {
+          inst.opcode = folded->opcode;
+          inst.operands = std::move(folded->operands);
+        }
+        break;
+      default: break;
+    }
+  }
+
   const ir::Instruction* Def(uint32_t id) const {
     auto it = index_.find(id);
     return it == index_.end() ? nullptr : &module_.globals[it->second];
@@ -208,13 +347,6 @@ class Freezer {
     Folded out{spv::Op::OpConstant, {static_cast<uint32_t>(bits)}};
     if (format.Width() > 32) out.operands.push_back(static_cast<uint32_t>(bits >> 32));
     return out;
-  }
-
-  static uint64_t Truncate(uint64_t v, uint32_t width) { return width >= 64 ? v : v & ((uint64_t{1} << width) - 1); }
-  static int64_t Signed(uint64_t v, uint32_t width) {
-    if (width >= 64) return static_cast<int64_t>(v);
-    const uint64_t sign = uint64_t{1} << (width - 1);
-    return static_cast<int64_t>((v ^ sign) - sign);
   }
 
   std::optional<Folded> Fold(const ir::Instruction& inst) const {
@@ -351,75 +483,19 @@ class Freezer {
 
   // The integer and boolean operations, over frozen scalars of those types.
   std::optional<Folded> FoldScalar(const ir::Instruction& inst) const {
-    const auto op = static_cast<spv::Op>(inst.operands[0]);
     const ScalarType result = TypeInfo(inst.typeId);
     if (!result.width) return std::nullopt;
-    std::vector<uint64_t> v;
-    std::vector<ScalarType> types;
+    ScalarOperands operands;
     for (size_t i = 1; i < inst.operands.size(); ++i) {
-      auto value = Value(inst.operands[i]);
+      const std::optional<uint64_t> value = Value(inst.operands[i]);
       if (!value) return std::nullopt;
-      v.push_back(*value);
-      types.push_back(TypeInfo(TypeOf(inst.operands[i])));
+      operands.v.push_back(*value);
+      operands.types.push_back(TypeInfo(TypeOf(inst.operands[i])));
     }
-    const uint32_t w = types.empty() ? result.width : types[0].width;
-    auto s = [&](size_t i) { return Signed(v[i], types[i].width); };
-    std::optional<uint64_t> out;
-    const size_t n = v.size();
-    switch (op) {
-      case spv::Op::OpSConvert: if (n == 1) out = static_cast<uint64_t>(s(0)); break;
-      case spv::Op::OpUConvert: if (n == 1) out = v[0]; break;
-      case spv::Op::OpSNegate: if (n == 1) out = 0 - v[0]; break;
-      case spv::Op::OpNot: if (n == 1) out = ~v[0]; break;
-      case spv::Op::OpIAdd: if (n == 2) out = v[0] + v[1]; break;
-      case spv::Op::OpISub: if (n == 2) out = v[0] - v[1]; break;
-      case spv::Op::OpIMul: if (n == 2) out = v[0] * v[1]; break;
-      case spv::Op::OpUDiv: if (n == 2 && v[1]) out = v[0] / v[1]; break;
-      case spv::Op::OpUMod: if (n == 2 && v[1]) out = v[0] % v[1]; break;
-      case spv::Op::OpSDiv:
-        if (n == 2 && s(1) && !(s(1) == -1 && s(0) == Signed(uint64_t{1} << (w - 1), w)))
-          out = static_cast<uint64_t>(s(0) / s(1));
-        break;
-      case spv::Op::OpSRem:
-        if (n == 2 && s(1) && s(1) != -1) out = static_cast<uint64_t>(s(0) % s(1));
-        break;
-      case spv::Op::OpSMod:
-        if (n == 2 && s(1) && s(1) != -1) {
-          int64_t r = s(0) % s(1);
-          if (r != 0 && ((r < 0) != (s(1) < 0))) r += s(1);
-          out = static_cast<uint64_t>(r);
-        }
-        break;
-      case spv::Op::OpShiftLeftLogical: if (n == 2 && v[1] < w) out = v[0] << v[1]; break;
-      case spv::Op::OpShiftRightLogical: if (n == 2 && v[1] < w) out = v[0] >> v[1]; break;
-      case spv::Op::OpShiftRightArithmetic: if (n == 2 && v[1] < w) out = static_cast<uint64_t>(s(0) >> v[1]); break;
-      case spv::Op::OpBitwiseOr: if (n == 2) out = v[0] | v[1]; break;
-      case spv::Op::OpBitwiseXor: if (n == 2) out = v[0] ^ v[1]; break;
-      case spv::Op::OpBitwiseAnd: if (n == 2) out = v[0] & v[1]; break;
-      case spv::Op::OpLogicalOr: if (n == 2) out = (v[0] || v[1]); break;
-      case spv::Op::OpLogicalAnd: if (n == 2) out = (v[0] && v[1]); break;
-      case spv::Op::OpLogicalNot: if (n == 1) out = !v[0]; break;
-      case spv::Op::OpLogicalEqual: case spv::Op::OpIEqual: if (n == 2) out = v[0] == v[1]; break;
-      case spv::Op::OpLogicalNotEqual: case spv::Op::OpINotEqual: if (n == 2) out = v[0] != v[1]; break;
-      case spv::Op::OpULessThan: if (n == 2) out = v[0] < v[1]; break;
-      case spv::Op::OpUGreaterThan: if (n == 2) out = v[0] > v[1]; break;
-      case spv::Op::OpULessThanEqual: if (n == 2) out = v[0] <= v[1]; break;
-      case spv::Op::OpUGreaterThanEqual: if (n == 2) out = v[0] >= v[1]; break;
-      case spv::Op::OpSLessThan: if (n == 2) out = s(0) < s(1); break;
-      case spv::Op::OpSGreaterThan: if (n == 2) out = s(0) > s(1); break;
-      case spv::Op::OpSLessThanEqual: if (n == 2) out = s(0) <= s(1); break;
-      case spv::Op::OpSGreaterThanEqual: if (n == 2) out = s(0) >= s(1); break;
-      case spv::Op::OpSelect: if (n == 3) out = v[0] ? v[1] : v[2]; break;
-      default: break;
-    }
-    if (!out) return std::nullopt;
-    const uint64_t value = Truncate(*out, result.width);
-    if (result.isBool) return Folded{value ? spv::Op::OpConstantTrue : spv::Op::OpConstantFalse, {}};
-    uint64_t literal = value;
-    if (result.isSigned && result.width < 32) literal = static_cast<uint64_t>(Signed(value, result.width)) & 0xffffffffu;
-    Folded folded{spv::Op::OpConstant, {static_cast<uint32_t>(literal)}};
-    if (result.width > 32) folded.operands.push_back(static_cast<uint32_t>(value >> 32));
-    return folded;
+    operands.width = operands.types.empty() ? result.width : operands.types[0].width;
+    const std::optional<uint64_t> value = FoldScalarOperation(static_cast<spv::Op>(inst.operands[0]), operands);
+    if (!value) return std::nullopt;
+    return ScalarConstant(*value, result);
   }
 
   ir::Module& module_;

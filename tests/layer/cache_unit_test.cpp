@@ -147,14 +147,54 @@ TEST_CASE("lowering cache: entries of other builds are never used and are remove
   { LoweringCache(root).Get(key, lower, source); }
   CHECK(source == CacheSource::Disk);
 
-  // An upgrade: the old build's folder is removed when the new build opens the cache.
-  const std::filesystem::path old = root / "0000000000000000";
-  std::filesystem::create_directories(old);
-  std::ofstream(old / (key.Hex() + ".spv")) << "an older build's entry";
-  { LoweringCache cache(root); }
+  // Another build's folder goes once unused for a month; one in use stays (two builds
+  // used in turn keep their caches: review 130c39d finding 7). The sweep runs once per
+  // process and disk limit, hence a limit this process has not opened the folder with.
+  const std::filesystem::path old = root / "0000000000000000", inUse = root / "1111111111111111";
+  for (const auto& other : {old, inUse}) {
+    std::filesystem::create_directories(other);
+    std::ofstream(other / (key.Hex() + ".spv")) << "another build's entry";
+  }
+  std::filesystem::last_write_time(old, std::filesystem::file_time_type::clock::now() - std::chrono::hours(24 * 31));
+  std::filesystem::last_write_time(inUse, std::filesystem::file_time_type::clock::now() - std::chrono::hours(24 * 29));
+  { LoweringCache cache(root, CacheLimits{.diskBytes = uint64_t{1} << 29}); }
   CHECK_FALSE(std::filesystem::exists(old));
+  CHECK(std::filesystem::exists(inUse / (key.Hex() + ".spv")));
   CHECK(std::filesystem::exists(entry));
+  // Opening the cache marks this build's folder as in use.
+  std::filesystem::last_write_time(root / BuildId(), std::filesystem::file_time_type::clock::now() - std::chrono::hours(24 * 40));
+  { LoweringCache cache(root); }
+  CHECK(std::filesystem::last_write_time(root / BuildId()) > std::filesystem::file_time_type::clock::now() - std::chrono::hours(1));
   std::filesystem::remove_all(root);
+}
+
+// Review 130c39d finding 6: a cache folder that existed before the layer is trusted
+// only when it is this user's and no one else may write it; otherwise the lowerings
+// stay in memory (one warning) and nothing there is read or written.
+TEST_CASE("lowering cache: a folder others may write is neither read nor written", "[layer][cache]") {
+  const std::filesystem::path root = Fresh("cache-loose") / "lowered";
+  const Hash128 key = Hasher().Add(std::string("module")).Finish();
+  CacheSource source;
+  { LoweringCache(root).Get(key, [] { return Lowered(1); }, source); }  // a good entry, in a private folder
+  REQUIRE(std::filesystem::exists(root / BuildId() / (key.Hex() + ".spv")));
+  for (const std::filesystem::path& loosened : {root / BuildId(), root}) {
+    INFO(loosened);
+    REQUIRE(::chmod(loosened.c_str(), 0777) == 0);
+    std::vector<std::string> warnings;
+    int lowerings = 0;
+    LoweringCache cache(root, {}, [&](const std::string& message) { warnings.push_back(message); });
+    cache.Get(key, [&] { ++lowerings; return Lowered(1); }, source);
+    CHECK(source == CacheSource::Lowered);  // the entry there is not read
+    CHECK(lowerings == 1);
+    cache.Get(Hasher().Add(7).Finish(), [] { return Lowered(2); }, source);
+    REQUIRE(warnings.size() == 1);
+    CHECK(warnings[0].find("writable by others") != std::string::npos);
+    REQUIRE(::chmod(loosened.c_str(), 0700) == 0);
+  }
+  size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root / BuildId())) entries += entry.is_regular_file();
+  CHECK(entries == 1);  // nothing was written while loosened
+  std::filesystem::remove_all(root.parent_path());
 }
 
 TEST_CASE("lowering cache: a disk entry that fails the check is removed and lowered again", "[layer][cache]") {

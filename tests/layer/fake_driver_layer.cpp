@@ -7,6 +7,8 @@
 //                              Properties2 with one 16x16x16 f16 entry
 //   FAKE_DRIVER_KHR_FAILS=1    vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR fails
 //   FAKE_DRIVER_RECORD=<file>  append (pCode address, word count, words) per module
+//   FAKE_DRIVER_KHR_BF16=1     the KHR list has one more entry, a bf16 A/B one (a type
+//                              whose probe needs VK_KHR_shader_bfloat16, as RADV GFX12 lists)
 //   FAKE_DRIVER_KHR_ABSURD=1   the KHR list is one 65536x65536x65536 f32 entry (a buggy
 //                              driver's shape, for the probe's size checks)
 //   FAKE_DRIVER_BINARIES=1     list and emulate VK_KHR_pipeline_binary and
@@ -36,11 +38,13 @@
 //                              lives (counted; Vulkan allows non-unique handles)
 //   FAKE_DRIVER_LOG=<file>     append a line per vkCreateDevice with the subgroup and
 //                              small-type features its create info enables, and per
-//                              compute pipeline with its required subgroup size and flags
+//                              compute pipeline with its required subgroup size, whether
+//                              it is a derivative (flags or flags2) and its base index
 // and the faults and object accounting of fake_driver_faults.h.
 #include <vulkan/vk_layer.h>
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -282,8 +286,30 @@ VKAPI_ATTR VkResult VKAPI_CALL GetCoopmatPropertiesKHR(VkPhysicalDevice pd, uint
     props[0].scope = VK_SCOPE_SUBGROUP_KHR;
     return VK_SUCCESS;
   }
-  return InstanceFn<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
-      pd, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")(pd, count, props);
+  auto down = InstanceFn<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(pd, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
+  if (Env("FAKE_DRIVER_KHR_BF16")) {  // the driver's list and one bf16 A/B entry (shaped as its first)
+    uint32_t real = 0;
+    if (const VkResult r = down(pd, &real, nullptr); r != VK_SUCCESS || real == 0) return r;
+    std::vector<VkCooperativeMatrixPropertiesKHR> list(real, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+    if (const VkResult r = down(pd, &real, list.data()); r != VK_SUCCESS) return r;
+    VkCooperativeMatrixPropertiesKHR bf16 = list[0];
+    bf16.AType = bf16.BType = VK_COMPONENT_TYPE_BFLOAT16_KHR;
+    bf16.CType = bf16.ResultType = VK_COMPONENT_TYPE_FLOAT32_KHR;
+    list.push_back(bf16);
+    if (!props) {
+      *count = static_cast<uint32_t>(list.size());
+      return VK_SUCCESS;
+    }
+    const uint32_t n = std::min(*count, static_cast<uint32_t>(list.size()));
+    for (uint32_t i = 0; i < n; ++i) {
+      void* next = props[i].pNext;
+      props[i] = list[i];
+      props[i].pNext = next;
+    }
+    *count = n;
+    return n < list.size() ? VK_INCOMPLETE : VK_SUCCESS;
+  }
+  return down(pd, count, props);
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL GetCoopmatProperties2EXT(VkPhysicalDevice, const VkPhysicalDeviceCooperativeMatrixInfo2EXT*,
@@ -570,7 +596,13 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelinesSized(VkDevice device, VkPi
       if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO)
         required = reinterpret_cast<const VkPipelineShaderStageRequiredSubgroupSizeCreateInfo*>(s)->requiredSubgroupSize;
     const bool full = (infos[i].stage.flags & VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT) != 0;
-    Log("pipeline requiredSubgroupSize=" + std::to_string(required) + " fullSubgroups=" + std::to_string(full));
+    VkPipelineCreateFlags2KHR flags = infos[i].flags;  // a chained VkPipelineCreateFlags2CreateInfoKHR replaces them
+    for (auto* s = static_cast<const VkBaseInStructure*>(infos[i].pNext); s; s = s->pNext)
+      if (s->sType == VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR)
+        flags = reinterpret_cast<const VkPipelineCreateFlags2CreateInfoKHR*>(s)->flags;
+    const bool derivative = (flags & VK_PIPELINE_CREATE_2_DERIVATIVE_BIT_KHR) != 0;
+    Log("pipeline requiredSubgroupSize=" + std::to_string(required) + " fullSubgroups=" + std::to_string(full) +
+        " derivative=" + std::to_string(derivative) + " basePipelineIndex=" + std::to_string(infos[i].basePipelineIndex));
     if (sizes.first && required && required != sizes.runnable) {
       for (uint32_t k = 0; k < count; ++k) pipelines[k] = VK_NULL_HANDLE;
       return VK_ERROR_OUT_OF_DEVICE_MEMORY;

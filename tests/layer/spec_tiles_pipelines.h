@@ -46,18 +46,24 @@ class SpecTilesPipelines {
   }
 
   // One vkCreateComputePipelines call with a pipeline per (TM, TN, TK, flags); returns
-  // the result and which handles it created (then destroys them).
+  // the result and which handles it created (then destroys them). inFlags2: the flags
+  // go in a chained VkPipelineCreateFlags2CreateInfoKHR (info.flags then has every
+  // bit of them clear, as the structure replaces it).
   std::pair<VkResult, std::vector<bool>> CreateBatch(VkShaderModule module,
-                                                     const std::vector<std::array<uint32_t, 4>>& shapes) {
+                                                     const std::vector<std::array<uint32_t, 4>>& shapes,
+                                                     bool inFlags2 = false, const std::vector<int32_t>& bases = {}) {
     std::vector<std::array<uint32_t, 5>> values;
     for (const auto& s : shapes) values.push_back({16, s[0], s[1], s[2], 8});
     const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
     std::vector<VkSpecializationInfo> specs;
     for (const auto& v : values) specs.push_back({5, entries, sizeof(v), v.data()});
     std::vector<VkComputePipelineCreateInfo> infos(shapes.size(), {VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO});
+    std::vector<VkPipelineCreateFlags2CreateInfoKHR> flags2(shapes.size(), {VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO_KHR});
     for (size_t i = 0; i < shapes.size(); ++i) {
       VkComputePipelineCreateInfo& info = infos[i];
-      info.flags = shapes[i][3];
+      info.flags = inFlags2 ? 0 : shapes[i][3];
+      flags2[i].flags = shapes[i][3];
+      if (inFlags2) info.pNext = &flags2[i];
       info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
       info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
       info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
@@ -65,15 +71,16 @@ class SpecTilesPipelines {
       info.stage.pName = "main";
       info.stage.pSpecializationInfo = &specs[i];
       info.layout = layout_;
-      info.basePipelineIndex = -1;
+      info.basePipelineIndex = i < bases.size() ? bases[i] : -1;
     }
-    std::vector<VkPipeline> pipelines(shapes.size(), reinterpret_cast<VkPipeline>(uintptr_t{0xdead}));
+    const auto unwritten = reinterpret_cast<VkPipeline>(uintptr_t{0xdead});
+    std::vector<VkPipeline> pipelines(shapes.size(), unwritten);
     const VkResult result = vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, static_cast<uint32_t>(infos.size()),
                                                      infos.data(), nullptr, pipelines.data());
     std::vector<bool> created;
     for (VkPipeline p : pipelines) {
-      created.push_back(p != VK_NULL_HANDLE);
-      if (p != VK_NULL_HANDLE) vkDestroyPipeline(device_.handle(), p, nullptr);
+      created.push_back(p != VK_NULL_HANDLE);  // an unwritten handle counts as created, and is not destroyed
+      if (p != VK_NULL_HANDLE && p != unwritten) vkDestroyPipeline(device_.handle(), p, nullptr);
     }
     return {result, created};
   }

@@ -404,3 +404,35 @@ TEST_CASE("probed layouts win over tables; a table stands in only where nothing 
   CHECK(ChooseLayouts({}, false, DriverFamily::NvidiaMma, mesa2616, keys).layouts.empty());
   CHECK(DriverVersionString(mesa2616) == "26.1.6");
 }
+
+// Review 130c39d finding 3: the table's shapes beyond the probed tiles (NV flexible
+// dimensions) only where the table can be trusted: inside its driver versions, and at
+// each subgroup size only for types whose probed layout fitted there.
+TEST_CASE("table shapes beyond the probe only inside the driver range and where the probe fitted", "[layout][builtin]") {
+  const DriverFamily radv = DriverFamily::RadvGfx11;
+  const uint32_t inRange = 24u << 22 | 1u << 12, outOfRange = 27u << 22;  // Mesa 24.1.0, 27.0.0
+  // The probe fitted f16 A at wave32 and wave64; f32 Acc at wave32 only (at wave64 its
+  // slots fit nothing).
+  std::vector<LinearLayout> probed;
+  for (const LayoutKey& key : {LayoutKey{kTypeF16, kUseA, 16, 16, 32}, LayoutKey{kTypeF16, kUseA, 16, 16, 64},
+                               LayoutKey{kTypeF32, kUseAccumulator, 16, 16, 32}})
+    probed.push_back(*BuiltinLayout(radv, key));
+  auto has = [](const std::vector<LinearLayout>& layouts, const LayoutKey& key) {
+    return std::any_of(layouts.begin(), layouts.end(), [&](const LinearLayout& l) { return l.key == key; });
+  };
+  const std::vector<LinearLayout> extended = WithBuiltinShapes(probed, radv, {32, 64}, inRange);
+  CHECK(has(extended, {kTypeF16, kUseA, 32, 32, 32}));
+  CHECK(has(extended, {kTypeF16, kUseA, 32, 32, 64}));
+  CHECK(has(extended, {kTypeF32, kUseAccumulator, 32, 32, 32}));
+  CHECK_FALSE(has(extended, {kTypeF32, kUseAccumulator, 16, 16, 64}));  // the probe's "fit nothing" stands
+  CHECK_FALSE(has(extended, {kTypeF32, kUseAccumulator, 32, 32, 64}));
+  // Outside the versions the table was read from: the probed layouts alone, unless the
+  // user named the family (the builtin_layouts setting).
+  CHECK(WithBuiltinShapes(probed, radv, {32, 64}, outOfRange).size() == probed.size());
+  CHECK(WithBuiltinShapes(probed, radv, {32, 64}, outOfRange, true).size() == extended.size());
+  // A probed layout the table disagrees with: nothing from the table.
+  std::vector<LinearLayout> differing = probed;
+  differing[0] = *BuiltinLayout(radv, {kTypeF16, kUseB, 16, 16, 32});
+  differing[0].key.use = kUseA;
+  CHECK(WithBuiltinShapes(differing, radv, {32, 64}, inRange).size() == differing.size());
+}

@@ -238,4 +238,14 @@ LayoutChoice ChooseLayouts(const std::vector<LinearLayout>& probed, bool probeRe
 // to 32x32) at this subgroup size; empty when it runs no such size.
 std::vector<LinearLayout> BuiltinLayouts(DriverFamily family, uint32_t subgroupSize);
 
+// Under NV flexible dimensions: the probed layouts plus the family's table shapes the
+// probe does not cover (it probes each listed tile), where the table can be trusted:
+// every probed layout equals the table's; only inside the table's driver-version range
+// (anyVersion: the user named the family); and at each subgroup size only for the
+// component types and Uses whose probed layout fitted at that size (a key whose slots
+// fit nothing there stays portable, with its larger shapes). Review 130c39d finding 3.
+std::vector<LinearLayout> WithBuiltinShapes(const std::vector<LinearLayout>& probed, DriverFamily family,
+                                            const std::vector<uint32_t>& subgroupSizes, uint32_t driverVersion,
+                                            bool anyVersion = false);
+
 }  // namespace coopmat
