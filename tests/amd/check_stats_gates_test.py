@@ -13,6 +13,7 @@ import os
 import stat
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_stats  # noqa: E402
 
