@@ -41,9 +41,13 @@
 namespace {
 
 constexpr int kWays = 5;  // layer, khr, nv, portable, spec
-// Largest error accepted: Q, K, V and P are f16, everything else f32.
-constexpr double kOutputTolerance = 1e-2;  // max |O - reference|
-constexpr double kLseTolerance = 1e-3;     // max |lse - reference|
+// Largest error accepted: Q, K, V and P are f16, everything else f32. Near the measured
+// errors (docs/performance.md; every way, profile and size the tests run): paths that
+// store P as f16 reach 1.3e-4 in O, which is bounded by f16's unit roundoff 2^-11 = 4.9e-4
+// times max |V| = 1; lse errors stay under 1e-6. One wrong element of V or P moves O by
+// p * dV, about 0.02 * dV at 48 keys: 5e-4 sees that where the earlier 1e-2 did not.
+constexpr double kOutputTolerance = 5e-4;  // max |O - reference|
+constexpr double kLseTolerance = 1e-5;     // max |lse - reference|
 
 struct Options {
   uint32_t seq = 256, dim = 64, heads = 4, batch = 1;

@@ -14,15 +14,18 @@ the probe reads nothing there.
 cases: runs `opbench --stats` (every opbench case and way at wave32, wave64 and the
 driver's pick), requires every pipeline to be created, and applies the bounds
 file's rules to the layer way. A rule a case does not meet yet fails the test
-unless the expected-failures file lists it (then XFAIL; a listed rule that now
-holds prints XPASS: remove it from the list).
+unless the expected-failures file lists it with a ceiling: the value measured when
+it was listed (then XFAIL). A listed case that gets more than 5 % worse than its
+ceiling fails; so does a listed rule that now holds (XPASS: remove its line) and a
+listed entry this run did not measure (stale: remove or rename it).
 modules: runs `opbench --stats --modules DIR` (the execution tests' modules)
 through the layer and requires every pipeline to be created.
 budget: the same for module pairs named *_app<bytes> that differ only in their own
 shared memory; where the roomy one gets layer scratch, the tight one must get none.
 
 Exit status 77 (ctest: skipped) when the shim or the driver's ICD is missing; with
-CI=true that fails instead (a lane that cannot run must not pass)."""
+--require (the build's COOPMAT_REQUIRE_LANES, which scripts/test always sets) that
+fails instead: a lane that cannot run must not pass."""
 import argparse
 import csv
 import io
@@ -35,6 +38,7 @@ import tempfile
 SHIM_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
 ICD_DIR = "/usr/share/vulkan/icd.d"
 SKIP = 77
+CEILING_SLACK = 1.05  # an expected failure may move by 5 % before it fails (compiler noise)
 LDS_LIMIT = 65536  # maxComputeSharedMemorySize of both shimmed RADV devices
 
 
@@ -55,14 +59,18 @@ def sizes(gpu):
     return ["32", "0"] if is_nvk(gpu) else ["32", "64", "0"]
 
 
-def shim_environment(gpu, cache):
+def missing(what, require):
+    """A lane that cannot run here: fails under --require, else skipped (exit 77)."""
+    print(f"{'FAIL' if require else 'skipped'}: no {what}")
+    sys.exit(1 if require else SKIP)
+
+
+def shim_environment(gpu, cache, require):
     shim_name = "libnouveau_noop_drm_shim.so" if is_nvk(gpu) else "libamdgpu_noop_drm_shim.so"
     icd = os.path.join(ICD_DIR, "nouveau_icd.json" if is_nvk(gpu) else "radeon_icd.json")
     shim = shim_path(shim_name)
     if not shim or not os.path.exists(icd):
-        print(f"{'FAIL' if os.environ.get('CI') == 'true' else 'skipped'}: no {shim_name} or {icd} "
-              "(Debian: mesa-drm-shim, mesa-vulkan-drivers)")
-        sys.exit(1 if os.environ.get("CI") == "true" else SKIP)
+        missing(f"{shim_name} or {icd} (Debian: mesa-drm-shim, mesa-vulkan-drivers)", require)
     env = dict(os.environ)
     # force_enable: the layer rows measure the layer even once RADV or NVK implement the
     # extension themselves (the layer would step aside and the rows measure the driver).
@@ -78,14 +86,14 @@ def shim_environment(gpu, cache):
     return env
 
 
-def run_opbench(gpu, opbench, extra):
+def run_opbench(gpu, opbench, extra, require):
     """opbench --stats on the shimmed driver with a fresh layout cache, one process per
     subgroup size (RADV keeps every shader of a device in its in-memory cache, and
     past about 500 the shim's memory runs out); returns (status, CSV rows)."""
     status, rows = 0, []
     for size in sizes(gpu):
         with tempfile.TemporaryDirectory(prefix="coopmat-amd-") as cache:
-            env = shim_environment(gpu, cache)
+            env = shim_environment(gpu, cache, require)
             proc = subprocess.run([opbench, "--stats", "--sizes", size] + extra, env=env, capture_output=True,
                                   text=True)
         sys.stderr.write("".join(l + "\n" for l in proc.stderr.splitlines() if not l.startswith("skipped ")))
@@ -110,17 +118,22 @@ def read_bounds(path):
 
 
 def read_expected(path, gpu):
-    """Entries 'gpu | op,shape,type | requested subgroup | statistic | reference' for this gpu."""
-    out = set()
+    """Entries 'gpu | op,shape,type | requested subgroup | statistic | reference | ceiling'
+    for this gpu: {(case, subgroup, statistic, reference): ceiling}."""
+    out = {}
     for line in open(path):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         fields = tuple(f.strip() for f in line.split("|"))
-        if len(fields) != 5:
-            raise SystemExit(f"{path}: bad line: {line}")
+        try:
+            ceiling = float(fields[5]) if len(fields) == 6 else None
+        except ValueError:
+            ceiling = None
+        if ceiling is None:
+            raise SystemExit(f"{path}: bad line (6 fields, the last the measured value): {line}")
         if fields[0] == gpu:
-            out.add(fields[1:])
+            out[fields[1:5]] = ceiling
     return out
 
 
@@ -134,7 +147,7 @@ def report(failures, status, command):
 
 
 def check_cases(args):
-    status, rows = run_opbench(args.gpu, args.opbench, [])
+    status, rows = run_opbench(args.gpu, args.opbench, [], args.require)
     def case(r):
         return f"{r['op']},{r['shape']},{r['type']}"
     failures = creation_failures(rows, lambda r: f"{case(r)} {r['way']}")
@@ -143,7 +156,7 @@ def check_cases(args):
     expected = read_expected(args.expected_failures, args.gpu)
     counts = {"pass": 0, "xfail": 0, "xpass": 0, "fail": 0}
     seen = set()
-    failing = set()
+    failing = {}
     applied = [0] * len(rules)
     # A case the khr way measured must have layer rows (review 2 finding 8: a type or
     # way that vanished dropped its cases silently).
@@ -174,27 +187,30 @@ def check_cases(args):
             seen.add(entry)
             held = value <= bound + 1e-9
             if not held:
-                failing.add(entry)
+                failing[entry] = value
             text = f"{args.gpu} {case(r)} {'driver pick' if r['requested_subgroup'] == '0' else 'wave' + r['requested_subgroup']}: {stat} {value:g} <= {bound:g}" + \
                    (f" ({factor:g}x {ref})" if ref != "-" else "")
             if entry in expected:
                 counts["xpass" if held else "xfail"] += 1
+                listed = os.path.basename(args.expected_failures)
                 if held:
-                    print(f"XPASS {text}: remove it from {os.path.basename(args.expected_failures)}")
+                    failures.append(f"XPASS {text}: remove it from {listed}")
+                elif value > expected[entry] * CEILING_SLACK + 1e-9:
+                    failures.append(f"expected failure got worse: {text}, listed at {expected[entry]:g} in {listed}")
             elif held:
                 counts["pass"] += 1
             else:
                 counts["fail"] += 1
                 failures.append(f"bound not met: {text}")
-    stale = sorted(expected - seen)
-    for e in stale:
-        print(f"note: expected failure not measured in this run: {args.gpu} | {' | '.join(e)}")
+    for e in sorted(set(expected) - seen):
+        failures.append(f"stale expected failure (not measured in this run): {args.gpu} | {' | '.join(e)}")
     print(f"{args.gpu}: {len(rows)} pipelines; rules: {counts['pass']} pass, {counts['xfail']} expected failures, "
           f"{counts['xpass']} now pass (XPASS), {counts['fail']} fail")
     if args.list_failing:
-        # Every rule not met, expected or not, in expected_failures.txt's format.
-        for entry in sorted(failing):
-            print(f"{args.gpu} | {' | '.join(entry)}")
+        # Every rule not met, expected or not, in expected_failures.txt's format (the
+        # measured value is the entry's ceiling).
+        for entry, value in sorted(failing.items()):
+            print(f"{args.gpu} | {' | '.join(entry)} | {value:g}")
     # Every rule must apply at least once: a rule whose statistic or reference way
     # vanished (a driver update, a missing NV lowering) would otherwise pass silently.
     for (op, stat, factor, ref), n in zip(rules, applied):
@@ -206,7 +222,7 @@ def check_cases(args):
 
 
 def check_modules(args):
-    status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules])
+    status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules], args.require)
     failures = creation_failures(rows, lambda r: r["module"])
     print(f"{args.gpu}: {len(rows)} module pipelines through the layer, {len(failures)} not created")
     if not rows:
@@ -220,7 +236,7 @@ def check_budget(args):
     (LDS above its own bytes) would not fit beside the tight one's own bytes in the
     device's 64 KiB, the tight one must take none (LDS equal to its own); and that
     must happen at least once per pair, or the check proved nothing."""
-    status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules])
+    status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules], args.require)
     failures = creation_failures(rows, lambda r: r["module"])
     by_pair = {}
     for r in rows:
@@ -253,12 +269,11 @@ def check_budget(args):
 def run_command(args):
     command = args.command
     with tempfile.TemporaryDirectory(prefix="coopmat-amd-") as cache:
-        env = shim_environment(args.gpu, cache)
+        env = shim_environment(args.gpu, cache, args.require)
         if args.also_icd:
             icd = os.path.join(ICD_DIR, args.also_icd)
             if not os.path.exists(icd):
-                print(f"{'FAIL' if os.environ.get('CI') == 'true' else 'skipped'}: no {icd}")
-                return 1 if os.environ.get("CI") == "true" else SKIP
+                missing(icd, args.require)
             env["VK_DRIVER_FILES"] += ":" + icd
         return subprocess.run(command, env=env).returncode
 
@@ -272,6 +287,8 @@ def main():
     parser.add_argument("--expected-failures")
     parser.add_argument("--modules")
     parser.add_argument("--also-icd", help="run: a second driver's ICD file (in the ICD folder) beside the shimmed one")
+    parser.add_argument("--require", action="store_true",
+                        help="a missing shim or ICD fails (exit 1) instead of skipping (exit 77)")
     parser.add_argument("--list-failing", action="store_true",
                         help="also print every rule not met in expected_failures.txt's format")
     argv = sys.argv[1:]
