@@ -14,7 +14,9 @@ a reason that file does not allow for the profile. It runs a sample of the suite
 fixed per profile and lowering, so that CI runs the same sample every time; it is printed,
 COOPMAT_VIRTUAL_SEED=<seed> draws another, fraction 1 (or COOPMAT_VIRTUAL_FRACTION=1, the
 campaign) runs everything. The environment must put the product layer and the virtual
-device on the layer path and may set the lowering and COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE."""
+device on the layer path and may set the lowering and COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE;
+COOPMAT_VIRTUAL_LANE_PART names a part of the suite run as a lane of its own (its floors are
+`<lowering>/<part>`)."""
 import os
 import re
 import shutil
@@ -51,8 +53,10 @@ def main():
     fraction = os.environ.get("COOPMAT_VIRTUAL_FRACTION") or fraction  # scripts/virtual-campaign: 1
     lowering = os.environ.get("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto")
     default_size = os.environ.get("COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE", "")
+    part = os.environ.get("COOPMAT_VIRTUAL_LANE_PART", "")
+    mode = f"{lowering}/{part}" if part else lowering
     name = next(l.split()[1] for l in open(profile) if l.startswith("name "))
-    lane = f"{name}.{lowering}" + (f".default{default_size}" if default_size else "")
+    lane = f"{name}.{lowering}" + (f".{part}" if part else "") + (f".default{default_size}" if default_size else "")
     seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(zlib.crc32(lane.encode()) & 0x7fffffff)
     suite = os.path.basename(binary).startswith("coopmat_exec_tests")
     shutil.rmtree(scratch, ignore_errors=True)
@@ -82,13 +86,13 @@ def main():
     if suite:
         ran_lines = re.findall(r"^exec tally: ran (\d+)$", out, re.M)
         not_run = [(int(count), reason) for count, reason in re.findall(r"^exec tally: not run (\d+): (.*)$", out, re.M)]
-        floor, allowed = read_expectations(name, lowering)
+        floor, allowed = read_expectations(name, mode)
         if not ran_lines:
             problems.append("the suite printed no tally (it stopped before its end)")
         else:
             ran = int(ran_lines[-1])
             if floor is None:
-                problems.append(f"lane_expectations.txt has no floor for {name} {lowering} (this run: {ran} dispatches)")
+                problems.append(f"lane_expectations.txt has no floor for {name} {mode} (this run: {ran} dispatches)")
             elif ran < floor:
                 problems.append(f"the suite ran {ran} dispatches, below this lane's floor of {floor}")
         for count, reason in not_run:
