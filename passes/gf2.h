@@ -1,11 +1,13 @@
 // Gaussian elimination over GF(2) on bit vectors packed into 64-bit words, shared
 // by the layout model (fitting, inverses, relayouts) and the register path's
-// gather planner. Each row remembers which input combination produced it.
+// gather planner, and the small linear-map helpers they share. Each row remembers
+// which input combination produced it.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace coopmat::gf2 {
@@ -67,5 +69,38 @@ inline Elimination Eliminate(const std::vector<uint64_t>& images) {
   e.Reduce();
   return e;
 }
+
+// log2 of a power of two.
+inline uint32_t Log2(uint32_t v) { return static_cast<uint32_t>(std::countr_zero(v)); }
+
+// Applies a linear map given by per-bit images to x.
+inline uint64_t Apply(const std::vector<uint32_t>& images, uint64_t x) {
+  uint64_t out = 0;
+  for (size_t k = 0; k < images.size(); ++k)
+    if (x >> k & 1) out ^= images[k];
+  return out;
+}
+
+// Projection of an index onto the representatives of the cosets of span(xors):
+// clears the pivot bits of a reduced basis. Linear.
+struct Projection {
+  std::vector<std::pair<uint32_t, uint32_t>> basis;  // (pivot bit, vector), reduced
+  explicit Projection(const std::vector<uint32_t>& xors) {
+    for (uint32_t u : xors) {
+      for (const auto& [p, v] : basis)
+        if (u >> p & 1) u ^= v;
+      if (!u) continue;
+      const uint32_t p = 31 - static_cast<uint32_t>(std::countl_zero(u));
+      for (auto& [q, v] : basis)
+        if (v >> p & 1) v ^= u;
+      basis.push_back({p, u});
+    }
+  }
+  uint32_t operator()(uint32_t i) const {
+    for (const auto& [p, v] : basis)
+      if (i >> p & 1) i ^= v;
+    return i;
+  }
+};
 
 }  // namespace coopmat::gf2

@@ -10,7 +10,7 @@
 namespace coopmat {
 namespace {
 
-uint32_t Log2(uint32_t v) { return static_cast<uint32_t>(std::countr_zero(v)); }
+using gf2::Log2;
 
 // Packed vectors: a slot is lane bits then index bits; a coordinate is row
 // bits then col bits. Both fit in 64 bits because ValidateLayout caps them.

@@ -1,0 +1,216 @@
+// The gather planner (see register.h): which lane and element each destination
+// element of a register move or reduction placement reads, solved as GF(2)-linear maps
+// on packed vectors (a slot is lane bits then index bits, a coordinate is row bits then
+// column bits of the source layout), and the pair-exchange plan for layouts one XOR apart.
+#include "register.h"
+#include "gf2.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+namespace coopmat {
+namespace {
+
+using gf2::Apply;
+using gf2::Log2;
+using gf2::Projection;
+
+}  // namespace
+
+bool GatherPlan::NeedsShuffle() const {
+  if (pairs) return true;
+  if (!identityLanes) return true;
+  return std::any_of(indexSource.begin(), indexSource.end(), [](uint32_t v) { return v != 0; });
+}
+
+bool GatherPlan::DynamicDest() const {
+  if (pairs) return false;
+  return std::any_of(laneDestOffset.begin(), laneDestOffset.end(), [](uint32_t v) { return v != 0; });
+}
+
+std::optional<GatherPlan> PlanGather(const LinearLayout& source, uint32_t keptRows, uint32_t keptCols,
+                                     const std::vector<uint32_t>& indexXors, const LinearLayout& dest,
+                                     const std::vector<BitImage>& targets) {
+  if (source.key.subgroupSize != dest.key.subgroupSize) return std::nullopt;
+  const uint32_t Ls = Log2(source.key.subgroupSize), Is = Log2(source.length), Rs = Log2(source.key.rows);
+  const uint32_t Id = Log2(dest.length);
+  if (targets.size() != Ls + Id) return std::nullopt;
+  const uint64_t laneMask = (uint64_t{1} << Ls) - 1;
+  auto pack = [&](const BitImage& image) { return uint64_t{image.rowMask} | (uint64_t{image.colMask} << Rs); };
+  const uint64_t kept = pack({keptRows & (source.key.rows - 1), keptCols & (source.key.cols - 1)});
+
+  // P: source slot -> kept coordinate bits.
+  gf2::Elimination p;
+  for (uint32_t k = 0; k < Ls; ++k) p.Add(pack(source.laneBits[k]) & kept, uint64_t{1} << k);
+  for (uint32_t k = 0; k < Is; ++k) p.Add(pack(source.indexBits[k]) & kept, uint64_t{1} << (Ls + k));
+  p.Reduce();
+  auto imageOf = [&](uint64_t slot) {
+    uint64_t image = 0;
+    for (uint32_t k = 0; k < Ls; ++k)
+      if (slot >> k & 1) image ^= pack(source.laneBits[k]) & kept;
+    for (uint32_t k = 0; k < Is; ++k)
+      if (slot >> (Ls + k) & 1) image ^= pack(source.indexBits[k]) & kept;
+    return image;
+  };
+  // The freedom: slots with the same kept coordinate (combined elements, replicas).
+  std::vector<uint64_t> freedom{0};
+  for (size_t k = 0; k < p.kernel.size() && k < 12; ++k) {
+    const size_t n = freedom.size();
+    for (size_t i = 0; i < n; ++i) freedom.push_back(freedom[i] ^ p.kernel[k]);
+  }
+  const Projection project(indexXors);
+  auto lanePart = [&](uint64_t slot) { return static_cast<uint32_t>(slot & laneMask); };
+  auto indexPart = [&](uint64_t slot) { return project(static_cast<uint32_t>(slot >> Ls)); };
+
+  std::vector<uint64_t> solutions;  // particular solutions per destination bit
+  for (const BitImage& target : targets) {
+    const uint64_t t = pack(target) & kept;
+    if (pack(target) != t) return std::nullopt;  // a target outside the kept bits: not a plan this can make
+    const uint64_t s = p.Preimage(t);
+    if (imageOf(s) != t) return std::nullopt;
+    solutions.push_back(s);
+  }
+
+  GatherPlan plan;
+  plan.laneBits = Ls;
+  plan.sourceLength = source.length;
+  plan.destLength = dest.length;
+  // Destination index bits: prefer a source in the same lane.
+  for (uint32_t k = 0; k < Id; ++k) {
+    uint64_t best = solutions[Ls + k];
+    for (uint64_t w : freedom)
+      if (lanePart(solutions[Ls + k] ^ w) == 0) {
+        best = solutions[Ls + k] ^ w;
+        break;
+      }
+    plan.indexSource.push_back(lanePart(best));
+    plan.indexIndex.push_back(indexPart(best));
+  }
+  // Destination lane bits: a source slot, plus a destination index offset m that
+  // moves the source by B(m), D(m). Prefer the receiver's own lane bit (then the
+  // lanes map by XOR), static indices, and otherwise a bijective lane map.
+  struct Choice {
+    uint32_t lane, index, offset;
+  };
+  const uint64_t combos = uint64_t{dest.length} * freedom.size();
+  const uint32_t offsets = combos > (1u << 16) ? std::max<uint32_t>(1, static_cast<uint32_t>((1u << 16) / freedom.size())) : dest.length;
+  auto candidates = [&](uint32_t j, const std::function<bool(const Choice&)>& accept) -> std::optional<Choice> {
+    std::optional<Choice> best;
+    int bestScore = 1 << 20;
+    for (uint32_t m = 0; m < std::min(offsets, dest.length); ++m) {
+      const uint32_t bm = static_cast<uint32_t>(Apply(plan.indexSource, m));
+      const uint32_t dm = static_cast<uint32_t>(Apply(plan.indexIndex, m));
+      for (uint64_t w : freedom) {
+        const uint64_t s = solutions[j] ^ w;
+        const Choice choice{lanePart(s) ^ bm, indexPart(s) ^ dm, m};
+        if (!accept(choice)) continue;
+        const int score = (choice.lane != (1u << j) ? 4 : 0) + (m != 0 ? 1 : 0) + (choice.index != 0 ? 1 : 0);
+        if (score < bestScore) {
+          bestScore = score;
+          best = choice;
+        }
+      }
+    }
+    return best;
+  };
+  std::vector<Choice> chosen;
+  bool identity = true;
+  for (uint32_t j = 0; j < Ls && identity; ++j) {
+    auto c = candidates(j, [&](const Choice& ch) { return ch.lane == (1u << j); });
+    if (c) chosen.push_back(*c);
+    else identity = false;
+  }
+  if (!identity) {
+    chosen.clear();
+    gf2::Elimination lanes;
+    for (uint32_t j = 0; j < Ls; ++j) {
+      auto c = candidates(j, [&](const Choice& ch) { return lanes.Independent(ch.lane); });
+      if (!c) c = candidates(j, [](const Choice&) { return true; });
+      if (!c) return std::nullopt;
+      lanes.Add(c->lane, uint64_t{1} << j);
+      chosen.push_back(*c);
+    }
+  }
+  for (const Choice& c : chosen) {
+    plan.laneSource.push_back(c.lane);
+    plan.laneIndex.push_back(c.index);
+    plan.laneDestOffset.push_back(c.offset);
+  }
+  plan.identityLanes = identity;
+  if (!identity) {
+    // The sender computes the index for its receiver: needs C constant on the
+    // receivers that share a sender (ker A within ker C), then C' = C o A^-1.
+    gf2::Elimination a;
+    for (uint32_t j = 0; j < Ls; ++j) a.Add(plan.laneSource[j], uint64_t{1} << j);
+    for (uint64_t x : a.kernel)
+      if (Apply(plan.laneIndex, x) != 0) return std::nullopt;
+    a.Reduce();
+    plan.senderIndex.assign(Ls, 0);
+    for (const auto& [bit, row] : a.pivot) plan.senderIndex[bit] = static_cast<uint32_t>(Apply(plan.laneIndex, row.input));
+  }
+  return plan;
+}
+
+std::optional<GatherPlan> PlanRegisterMove(const Context&, const LinearLayout* from, const LinearLayout* to, bool transpose) {
+  if (!from || !to || from->key.subgroupSize != to->key.subgroupSize) return std::nullopt;
+  const uint32_t rows = transpose ? to->key.cols : to->key.rows, cols = transpose ? to->key.rows : to->key.cols;
+  if (rows != from->key.rows || cols != from->key.cols) return std::nullopt;
+  std::vector<BitImage> targets;
+  auto add = [&](const BitImage& image) {
+    targets.push_back(transpose ? BitImage{image.colMask, image.rowMask} : image);
+  };
+  for (const BitImage& image : to->laneBits) add(image);
+  for (const BitImage& image : to->indexBits) add(image);
+  return PlanGather(*from, ~0u, ~0u, {}, *to, targets);
+}
+
+std::optional<GatherPlan> PlanPairExchange(const LinearLayout* from, const LinearLayout* to, bool transpose) {
+  if (!from || !to || from->key.subgroupSize != to->key.subgroupSize || from->length % 2 != 0) return std::nullopt;
+  const uint32_t lanes = from->key.subgroupSize;
+  // Where each coordinate lives in the source: one place each (no replicas).
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> home;
+  for (uint32_t lane = 0; lane < lanes; ++lane)
+    for (uint32_t index = 0; index < from->length; ++index) {
+      const Coord c = from->CoordinateOf(lane, index);
+      if (!home.emplace(std::make_pair(c.row, c.col), std::make_pair(lane, index)).second) return std::nullopt;
+    }
+  PairExchange x;
+  std::vector<std::vector<bool>> partner(to->length, std::vector<bool>(lanes));
+  for (uint32_t r = 0; r < to->length; ++r) {
+    std::optional<uint32_t> index;
+    for (uint32_t lane = 0; lane < lanes; ++lane) {
+      Coord c = to->CoordinateOf(lane, r);
+      if (transpose) std::swap(c.row, c.col);
+      const auto found = home.find({c.row, c.col});
+      if (found == home.end()) return std::nullopt;
+      const auto [sourceLane, sourceIndex] = found->second;
+      if (index && *index != sourceIndex) return std::nullopt;  // the sender could not pick it alone
+      index = sourceIndex;
+      if (const uint32_t distance = sourceLane ^ lane) {
+        if (x.distance && x.distance != distance) return std::nullopt;
+        x.distance = distance;
+        partner[r][lane] = true;
+      }
+    }
+    x.word.push_back(*index / 2);
+    x.half.push_back(*index % 2);
+  }
+  if (!x.distance) return std::nullopt;  // no lane crossing: the plain plan has no shuffle
+  // partner[r][L] == parity(L & laneMask) ^ partner[r][0]: one mask for every element.
+  for (uint32_t bit = 1; bit < lanes; bit <<= 1)
+    if (partner[0][bit] != partner[0][0]) x.laneMask |= bit;
+  for (uint32_t r = 0; r < to->length; ++r) {
+    for (uint32_t lane = 0; lane < lanes; ++lane)
+      if (partner[r][lane] != ((std::popcount(lane & x.laneMask) & 1) != static_cast<int>(partner[r][0]))) return std::nullopt;
+    x.ownWhenParity.push_back(partner[r][0]);  // parity set flips it: own when the lane-0 choice was the partner
+  }
+  GatherPlan plan;
+  plan.laneBits = Log2(lanes);
+  plan.sourceLength = from->length;
+  plan.destLength = to->length;
+  plan.pairs = std::move(x);
+  return plan;
+}
+
+}  // namespace coopmat
