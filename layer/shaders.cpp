@@ -327,6 +327,15 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
   return out;
 }
 
+// The driver failed on code the layer gave it in place of the app's: the app sees only
+// the driver's error, so the layer says the code was its own (test audit 3.4).
+VkResult ReportDriverFailure(const DeviceData& device, VkResult result, const std::string& where, const char* what) {
+  if (result < VK_SUCCESS)
+    Log(device.instance, LogLevel::Warning,
+        where + ": the driver failed (" + ResultName(result) + ") on " + what + " that the layer lowered");
+  return result;
+}
+
 // Rewrites pipeline stages: a module registered as pending gets a module made from
 // its pipeline-time lowering (destroyed after the call), inline code is replaced.
 class StageRewriter {
@@ -428,6 +437,13 @@ class StageRewriter {
 
   VkResult result() const { return result_; }
 
+  // The driver's result for the pipelines of these stages, reported when it is an error
+  // and stages were lowered here.
+  VkResult DriverResult(VkResult result, const char* where) const {
+    if (code_.empty() && temporaryModules_.empty()) return result;
+    return ReportDriverFailure(device_, result, where, "pipeline stages");
+  }
+
   // The stages that follow belong to a pipeline that may not compile (see LowerForStage).
   void OnlyCached(bool onlyCached) { onlyCached_ = onlyCached; }
 
@@ -465,7 +481,7 @@ class StageRewriter {
     VkShaderModule module = VK_NULL_HANDLE;
     if (const VkResult result = device_.dispatch.CreateShaderModule(device_.device, &info, nullptr, &module);
         result != VK_SUCCESS)
-      return Failed(result);
+      return Failed(ReportDriverFailure(device_, result, where, "the stage's module"));
     temporaryModules_.push_back(module);
     VkPipelineShaderStageCreateInfo* copy = chains_.Own(stage);
     copy->module = module;
@@ -573,7 +589,9 @@ VkResult CreateFromStageLists(DeviceData& device, uint32_t count, const Info* pC
     rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
     ok[i] = RewriteStagesOf(rewriter, infos[i], where);
   }
-  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, callDown);
+  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const Info* p, VkPipeline* out) {
+    return rewriter.DriverResult(callDown(n, p, out), where);
+  });
 }
 
 // The copy of a VkPipelineCreateInfoKHR (pipeline binaries, keys) whose chained
@@ -631,7 +649,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
   VkShaderModuleCreateInfo info = *pCreateInfo;
   info.pCode = prepared.words.data();
   info.codeSize = prepared.words.size() * 4;
-  const VkResult result = data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule);
+  const VkResult result = ReportDriverFailure(*data, data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule),
+                                              "vkCreateShaderModule", "a module");
   if (result == VK_SUCCESS && prepared.dependsOnSpecialization) {
     auto pending = std::make_shared<PendingModule>();
     const auto* words = static_cast<const uint32_t*>(pCreateInfo->pCode);
@@ -675,7 +694,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelin
     else ok[i] = false;
   }
   return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkComputePipelineCreateInfo* p, VkPipeline* out) {
-    return data->dispatch.CreateComputePipelines(device, cache, n, p, pAllocator, out);
+    return rewriter.DriverResult(data->dispatch.CreateComputePipelines(device, cache, n, p, pAllocator, out),
+                                 "vkCreateComputePipelines");
   });
 }
 
@@ -699,7 +719,8 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipeli
     if (ok[i]) info.pNext = next;
   }
   return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkGraphicsPipelineCreateInfo* p, VkPipeline* out) {
-    return data->dispatch.CreateGraphicsPipelines(device, cache, n, p, pAllocator, out);
+    return rewriter.DriverResult(data->dispatch.CreateGraphicsPipelines(device, cache, n, p, pAllocator, out),
+                                 "vkCreateGraphicsPipelines");
   });
 }
 
@@ -898,7 +919,9 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice device, uint32_t count,
     }
   }
   return CreateLoweredShaders(infos, ok, failure, pShaders, [&](uint32_t n, const VkShaderCreateInfoEXT* p, VkShaderEXT* out) {
-    return data->dispatch.CreateShadersEXT(device, n, p, pAllocator, out);
+    const VkResult result = data->dispatch.CreateShadersEXT(device, n, p, pAllocator, out);
+    const bool lowered = std::any_of(code.begin(), code.end(), [](const auto& c) { return c != nullptr; });
+    return lowered ? ReportDriverFailure(*data, result, "vkCreateShadersEXT", "shader code") : result;
   });
 }
 

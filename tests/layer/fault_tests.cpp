@@ -160,8 +160,10 @@ TEST_CASE("faults: a failed driver vkCreateShaderModule returns its result for l
     for (VkResult error : {VK_ERROR_OUT_OF_HOST_MEMORY, VK_ERROR_OUT_OF_DEVICE_MEMORY}) {
       ScopedEnv armed("FAKE_DRIVER_FAIL", "CreateShaderModule:1:" + std::to_string(error));
       VkShaderModule module = VK_NULL_HANDLE;
+      const size_t said = CountMessages(instance, "vkCreateShaderModule: the driver failed (");
       CHECK(vkCreateShaderModule(device.handle(), &info, nullptr, &module) == error);
       CHECK(module == VK_NULL_HANDLE);
+      CHECK(CountMessages(instance, "vkCreateShaderModule: the driver failed (") == said + 1);  // the code was the layer's
     }
     VkShaderModule module = VK_NULL_HANDLE;
     REQUIRE(vkCreateShaderModule(device.handle(), &info, nullptr, &module) == VK_SUCCESS);
@@ -202,6 +204,9 @@ std::pair<VkResult, bool> PipelineWithFault(const StageObjects& objects, bool fr
   return {result, null};
 }
 
+// The layer's warning when the driver fails on code it lowered.
+constexpr const char* kDriverFailed = "the driver failed (";
+
 InstanceOptions PipelineFaultInstance() {
   InstanceOptions options = ThroughTheLayer({StringSetting("log_level", "debug"), StringSetting("shader_cache", "false")});
   options.layersBelow = {kFakeDriverLayer};
@@ -227,23 +232,29 @@ TEST_CASE("faults: a driver failing vkCreateComputePipelines after the layer low
       for (VkResult error : kCreationErrors) {
         INFO((fromModule ? "module" : "inline stage") << ", error " << error);
         const size_t lowered = CountMessages(instance, "pipeline-time lowering");
+        const size_t said = CountMessages(instance, kDriverFailed);
         const auto [result, null] = PipelineWithFault(objects, fromModule, "CreateComputePipelines:1:" + std::to_string(error));
         CHECK(result == error);
         CHECK(null);
         CHECK(CountMessages(instance, "pipeline-time lowering") == lowered + 1);  // it did lower first
+        CHECK(CountMessages(instance, kDriverFailed) == said + 1);  // and says the failed code was its own
       }
     // The layer's own temporary module fails (the first vkCreateShaderModule after arming).
     for (VkResult error : kCreationErrors) {
       INFO("temporary module, error " << error);
+      const size_t said = CountMessages(instance, kDriverFailed);
       const auto [result, null] = PipelineWithFault(objects, true, "CreateShaderModule:1:" + std::to_string(error));
       CHECK(result == error);
       CHECK(null);
+      CHECK(CountMessages(instance, kDriverFailed) == said + 1);
     }
+    const size_t said = CountMessages(instance, kDriverFailed);
     for (bool fromModule : {true, false}) {
       const auto [result, null] = PipelineWithFault(objects, fromModule, "");
       CHECK(result == VK_SUCCESS);
       CHECK(!null);
     }
+    CHECK(CountMessages(instance, kDriverFailed) == said);  // nothing said when the driver succeeds
   }
   const FakeDriverStatsData after = Stats();
   CHECK(after.faultsInjected == before.faultsInjected + 6);
@@ -276,6 +287,7 @@ TEST_CASE("faults: a driver failing vkCreateShadersEXT after the layer lowered r
       if (shader) objects.DestroyShader(shader, nullptr);
     }
     CHECK(CountMessages(instance, "pipeline-time lowering") >= 1);  // lowered before the driver failed
+    CHECK(CountMessages(instance, kDriverFailed) == 2);  // and said so for each failure
     VkShaderEXT shader = VK_NULL_HANDLE;
     CHECK(objects.CreateShader(words, &spec.info, nullptr, &shader) == VK_SUCCESS);
     if (shader) objects.DestroyShader(shader, nullptr);
