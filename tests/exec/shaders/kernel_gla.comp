@@ -60,6 +60,12 @@ shared float aRaw[C * C];  // Q K^T
 shared float qs[C * D];    // Q S
 shared float gsh[C];       // prefix sums of the gates
 shared uint masked[C];     // elements the decay mask zeroed, per row
+#ifdef NV_COMPARABLE
+// Without GetCoordinate and Transpose (no NV spelling): round trips through shared
+// memory instead, so that the module can be respelled NV (scripts/measure/kernel_vs_radv.py).
+shared float rowScratch[T * T];
+shared float transposeScratch[NSG * T * T];
+#endif
 
 // ---- Element functions (the maintenance1 per-element operations) -----------------
 float DecayMask(const in uint32_t row, const in uint32_t col, const in float a, const in uint32_t statBase) {
@@ -157,10 +163,17 @@ void main() {
     coopMatLoad(a, aRaw, 0, C, gl_CooperativeMatrixLayoutRowMajor);
     coopMatPerElementEXT(a, a, DecayValue);
     coopMatReduceEXT(rows, a, gl_CooperativeMatrixReduceRowEXT, Sum);
+#ifdef NV_COMPARABLE
+    coopMatStore(rows, rowScratch, 0, T, gl_CooperativeMatrixLayoutRowMajor);
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    for (uint r = lane; r < C; r += gl_SubgroupSize) stats[statBase + 2 * C + r] = floatBitsToUint(rowScratch[r * T]);
+#else
     for (uint i = 0; i < rows.length(); ++i) {
       const uvec2 rc = coopMatGetCoordinateEXT(rows, i);
       if (rc.y == 0) stats[statBase + 2 * C + rc.x] = floatBitsToUint(rows[i]);
     }
+#endif
   }
 
   // ---- Phase 3: the state, tiles dealt unevenly to subgroups 1.. (subgroup 0 none) ----
@@ -175,8 +188,23 @@ void main() {
       const AccT back = AccT(hiRows);
       const AccT rest = kd - back;
       ATile hiT, loT;
+#ifdef NV_COMPARABLE
+      AccT backT, restT;
+      coopMatStore(back, transposeScratch, sg * T * T, T, gl_CooperativeMatrixLayoutColumnMajor);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      coopMatLoad(backT, transposeScratch, sg * T * T, T, gl_CooperativeMatrixLayoutRowMajor);
+      subgroupBarrier();
+      coopMatStore(rest, transposeScratch, sg * T * T, T, gl_CooperativeMatrixLayoutColumnMajor);
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      coopMatLoad(restT, transposeScratch, sg * T * T, T, gl_CooperativeMatrixLayoutRowMajor);
+      hiT = ATile(backT);
+      loT = ATile(restT);
+#else
       coopMatTransposeEXT(hiT, back);
       coopMatTransposeEXT(loT, rest);
+#endif
       BTile vt;
       coopMatLoad(vt, v, qkv + dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
       AccT st;

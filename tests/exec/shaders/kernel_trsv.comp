@@ -28,6 +28,11 @@ layout(set = 0, binding = 3) writeonly buffer Sums { float sums[]; };
 layout(set = 0, binding = 4) writeonly buffer Diag { float diag[]; };
 layout(set = 0, binding = 5) buffer Count { uint counter[]; };
 
+#ifdef NV_COMPARABLE
+// Without GetCoordinate (no NV spelling): the diagonal through a buffer round trip, so
+// that the module can be respelled NV (scripts/measure/kernel_vs_radv.py).
+layout(set = 0, binding = 6) buffer Scratch { float scratch[]; };
+#endif
 shared float xs[64 * N];  // each subgroup's solution (at most 64 subgroups of the workgroup)
 
 float FromSolution(const in uint32_t row, const in uint32_t col, const in float unused, const in uint32_t sg) {
@@ -60,9 +65,16 @@ void main() {
   AccT columns;
   coopMatReduceEXT(columns, m, gl_CooperativeMatrixReduceColumnEXT, Sum);
   coopMatStore(columns, sums, system * N * N, N, gl_CooperativeMatrixLayoutRowMajor);
+#ifdef NV_COMPARABLE
+  coopMatStore(m, scratch, system * N * N, N, gl_CooperativeMatrixLayoutRowMajor);
+  subgroupMemoryBarrierBuffer();
+  subgroupBarrier();
+  for (uint r = lane; r < N; r += gl_SubgroupSize) diag[system * N + r] = scratch[system * N * N + r * N + r];
+#else
   for (uint i = 0; i < m.length(); ++i) {
     const uvec2 rc = coopMatGetCoordinateEXT(m, i);
     if (rc.x == rc.y) diag[system * N + rc.x] = m[i];
   }
+#endif
   if (subgroupElect()) atomicAdd(counter[0], 1u);
 }
