@@ -11,6 +11,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include "storage_buffer_layout.h"
 #include "vk_context.h"
 
 namespace layertest {
@@ -27,23 +28,7 @@ inline std::vector<uint32_t> SpecTiles(const char* env) {
 // made from one module with a given specialization.
 class SpecTilesPipelines {
  public:
-  explicit SpecTilesPipelines(const Device& device) : device_(device) {
-    std::vector<VkDescriptorSetLayoutBinding> bindings;
-    for (uint32_t i = 0; i < 7; ++i)
-      bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
-    VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    setInfo.bindingCount = static_cast<uint32_t>(bindings.size());
-    setInfo.pBindings = bindings.data();
-    REQUIRE(vkCreateDescriptorSetLayout(device.handle(), &setInfo, nullptr, &setLayout_) == VK_SUCCESS);
-    VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    layoutInfo.setLayoutCount = 1;
-    layoutInfo.pSetLayouts = &setLayout_;
-    REQUIRE(vkCreatePipelineLayout(device.handle(), &layoutInfo, nullptr, &layout_) == VK_SUCCESS);
-  }
-  ~SpecTilesPipelines() {
-    vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
-    vkDestroyDescriptorSetLayout(device_.handle(), setLayout_, nullptr);
-  }
+  explicit SpecTilesPipelines(const Device& device) : device_(device), layout_(device, 7) {}
 
   // One vkCreateComputePipelines call with a pipeline per (TM, TN, TK, flags); returns
   // the result and which handles it created (then destroys them). inFlags2: the flags
@@ -70,7 +55,7 @@ class SpecTilesPipelines {
       info.stage.module = module;
       info.stage.pName = "main";
       info.stage.pSpecializationInfo = &specs[i];
-      info.layout = layout_;
+      info.layout = layout_.pipelineLayout();
       info.basePipelineIndex = i < bases.size() ? bases[i] : -1;
     }
     const auto unwritten = reinterpret_cast<VkPipeline>(uintptr_t{0xdead});
@@ -104,7 +89,7 @@ class SpecTilesPipelines {
     info.stage.module = module;
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = &spec;
-    info.layout = layout_;
+    info.layout = layout_.pipelineLayout();
     VkPipeline pipeline = VK_NULL_HANDLE;
     const VkResult result = vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline);
     if (pipeline) vkDestroyPipeline(device_.handle(), pipeline, nullptr);
@@ -113,8 +98,7 @@ class SpecTilesPipelines {
 
  private:
   const Device& device_;
-  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
-  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  StorageBufferLayout layout_;
 };
 
 inline VkShaderModule CreateModule(const Device& device, const std::vector<uint32_t>& words) {

@@ -11,6 +11,7 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include "storage_buffer_layout.h"
 #include "vk_context.h"
 
 namespace layertest {
@@ -24,23 +25,7 @@ struct SpecTilesSpecialization {
 
 class StageObjects {
  public:
-  explicit StageObjects(const cmtest::Device& device) : device_(device) {
-    std::vector<VkDescriptorSetLayoutBinding> bindings;
-    for (uint32_t i = 0; i < 7; ++i)
-      bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
-    VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-    setInfo.bindingCount = static_cast<uint32_t>(bindings.size());
-    setInfo.pBindings = bindings.data();
-    REQUIRE(vkCreateDescriptorSetLayout(device.handle(), &setInfo, nullptr, &setLayout_) == VK_SUCCESS);
-    VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    layoutInfo.setLayoutCount = 1;
-    layoutInfo.pSetLayouts = &setLayout_;
-    REQUIRE(vkCreatePipelineLayout(device.handle(), &layoutInfo, nullptr, &layout_) == VK_SUCCESS);
-  }
-  ~StageObjects() {
-    vkDestroyPipelineLayout(device_.handle(), layout_, nullptr);
-    vkDestroyDescriptorSetLayout(device_.handle(), setLayout_, nullptr);
-  }
+  explicit StageObjects(const cmtest::Device& device) : device_(device), layout_(device, 7) {}
   StageObjects(const StageObjects&) = delete;
   StageObjects& operator=(const StageObjects&) = delete;
   const cmtest::Device& device() const { return device_; }
@@ -65,7 +50,7 @@ class StageObjects {
     info.stage.module = module;
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = spec;
-    info.layout = layout_;
+    info.layout = layout_.pipelineLayout();
     info.basePipelineIndex = -1;
     *pipeline = reinterpret_cast<VkPipeline>(uintptr_t{0xdead});
     return vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, 1, &info, allocator, pipeline);
@@ -84,7 +69,7 @@ class StageObjects {
     info.pCode = words.data();
     info.pName = "main";
     info.setLayoutCount = 1;
-    info.pSetLayouts = &setLayout_;
+    info.pSetLayouts = layout_.setLayout();
     info.pSpecializationInfo = spec;
     *shader = reinterpret_cast<VkShaderEXT>(uintptr_t{0xdead});
     return create(device_.handle(), 1, &info, allocator, shader);
@@ -105,8 +90,7 @@ class StageObjects {
   }
 
   const cmtest::Device& device_;
-  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
-  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  StorageBufferLayout layout_;
 };
 
 }  // namespace layertest
