@@ -336,17 +336,7 @@ void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst,
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> InRegisterReduceBasis(const std::vector<uint32_t>& indexXors) {
-  std::vector<std::pair<uint32_t, uint32_t>> basis;  // (pivot, vector)
-  for (uint32_t u : indexXors) {
-    for (const auto& [p, w] : basis)
-      if (u >> p & 1) u ^= w;
-    if (!u) continue;
-    const uint32_t p = 31 - static_cast<uint32_t>(std::countl_zero(u));
-    for (auto& [q, w] : basis)
-      if (w >> p & 1) w ^= u;
-    basis.push_back({p, u});
-  }
-  return basis;
+  return gf2::Projection(indexXors).basis;  // the reduced basis the projection clears pivots with
 }
 
 }  // namespace coopmat
