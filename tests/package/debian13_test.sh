@@ -149,16 +149,21 @@ rm -rf /tmp/old && dpkg-deb -R "$deb" /tmp/old && sed -i 's/^Version: .*/Version
 check "apt-get install of an older version (0.0.1)" \
   eval 'apt-get install -y /tmp/coopmat-maintenance1_0.0.1_amd64.deb >/tmp/out.txt 2>&1'
 # (What this build cached above goes: a new build starts with nothing of its own.)
+# Another build's lowering folder goes once unused for 30 days (two builds in use in
+# turn keep theirs: review 130c39d finding 7): one unused for 31 days, one used today.
 cache=$home/.cache/coopmat-maintenance1
 rm -rf "$cache"
-mkdir -p "$cache/lowered/0000000000000000"
+mkdir -p "$cache/lowered/0000000000000000" "$cache/lowered/1111111111111111"
 echo stale >"$cache/lowered/0000000000000000/entry"
+echo recent >"$cache/lowered/1111111111111111/entry"
+touch -d '31 days ago' "$cache/lowered/0000000000000000"
 echo stale >"$cache/layouts-stale-0000000000000000.txt"
 check "apt-get install over it upgrades" \
   eval 'apt-get install -y "/tmp/$(basename "$deb")" >/tmp/out.txt 2>&1 && grep -q "over (0.0.1)" /tmp/out.txt'
 check "attention runs after the upgrade" attention
-check "the older build's lowering and layout caches are gone, this build's are there" \
-  eval 'ls -R "$cache" >/tmp/out.txt; ! grep -q 0000000000000000 /tmp/out.txt && ls "$cache"/layouts-*.txt >/dev/null 2>&1'
+check "the older build's layout cache and unused lowering folder are gone, a recently used one stays, this build's are there" \
+  eval 'ls -R "$cache" >/tmp/out.txt; ! grep -q 0000000000000000 /tmp/out.txt && grep -q 1111111111111111 /tmp/out.txt &&
+        ls "$cache"/layouts-*.txt >/dev/null 2>&1'
 check "apt-get purge leaves nothing registered" \
   eval 'apt-get purge -y coopmat-maintenance1 >/tmp/out.txt 2>&1 && ! registered'
 
