@@ -415,7 +415,16 @@ std::vector<size_t> Sample(const std::vector<std::string>& names) {
 }
 
 const std::vector<std::string>& TargetEnvs() {
-  static const std::vector<std::string> envs = {"spirv1.3", "spirv1.6"};
+  // COOPMAT_EXEC_TARGET_ENVS=<env>[,<env>]: only those (the GLSL round trip's CI half).
+  static const std::vector<std::string> envs = [] {
+    const std::vector<std::string> all = {"spirv1.3", "spirv1.6"};
+    const char* only = std::getenv("COOPMAT_EXEC_TARGET_ENVS");
+    if (!only) return all;
+    std::vector<std::string> chosen;
+    for (const std::string& env : all)
+      if (("," + std::string(only) + ",").find("," + env + ",") != std::string::npos) chosen.push_back(env);
+    return chosen.empty() ? all : chosen;
+  }();
   return envs;
 }
 

@@ -173,7 +173,8 @@ class Env {
 // Returns the indices of `names` to run.
 std::vector<size_t> Sample(const std::vector<std::string>& names);
 
-// Target environments every shader is compiled for.
+// Target environments every shader is compiled for (and run in; COOPMAT_EXEC_TARGET_ENVS
+// may name a subset: a comma-separated list).
 const std::vector<std::string>& TargetEnvs();
 // $COOPMAT_SHADER_DIR/exec/<name>.<env>.spv; empty if missing.
 std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# glsl_roundtrip.sh COOPMAT_LOWER GLSLANG IN_DIR OUT_DIR MODE
+# glsl_roundtrip.sh COOPMAT_LOWER GLSLANG IN_DIR OUT_DIR MODE [ENVS]
 #
 # For every execution-test module IN_DIR/exec/<name>.<env>.spv: lower it with
 # coopmat-lower (MODE portable: no register layouts; MODE register: lavapipe's
@@ -7,6 +7,7 @@
 # (--glsl, SPIRV-Cross) and compile that GLSL back with glslang for the same
 # SPIR-V version into OUT_DIR/exec/<name>.<env>.spv. The execution tests then run
 # those modules (which need no lowering any more) against the same CPU reference.
+# ENVS (comma-separated, e.g. spirv1.3): only the modules of those target environments.
 # A module with nothing to lower (KHR or NV only) is copied as it is.
 set -u
 
@@ -37,7 +38,7 @@ if [ "$1" = --one ]; then
   exit 0
 fi
 
-lower=$1 glslang=$2 in=$3 out=$4 mode=$5
+lower=$1 glslang=$2 in=$3 out=$4 mode=$5 envs=${6:-spirv1.3,spirv1.6}
 case $mode in
   portable | register) ;;
   *) echo "glsl_roundtrip.sh: mode must be portable or register" >&2; exit 2 ;;
@@ -47,10 +48,11 @@ mkdir -p "$out/exec" "$out/work"
 # Left out: bfloat16 and fp8 modules. The round trip's runs are on lavapipe, which has
 # neither type, and SPIRV-Cross writes the lowering's bitcasts of their vectors (packed
 # scratch words) as plain vectors, which glslang rejects.
-ls "$in"/exec/*.spv | grep -v -E '_(bf16|e4m3|e5m2)[_.]' |
+envs_pattern="\.($(printf '%s' "$envs" | sed 's/\./\\./g; s/,/|/g'))\.spv\$"
+ls "$in"/exec/*.spv | grep -v -E '_(bf16|e4m3|e5m2)[_.]' | grep -E "$envs_pattern" |
   xargs -P "$(nproc)" -n 1 sh "$0" --one "$lower" "$glslang" "$out" "$mode" >"$out/results.txt"
 grep '^FAIL' "$out/results.txt"
 roundtrips=$(grep -c '^roundtrip' "$out/results.txt")
 failures=$(grep -c '^FAIL' "$out/results.txt")
-echo "$roundtrips modules round-tripped through GLSL ($mode), $(grep -c '^copied' "$out/results.txt") copied (nothing to lower), $failures failures"
+echo "$roundtrips modules round-tripped through GLSL ($mode, $envs), $(grep -c '^copied' "$out/results.txt") copied (nothing to lower), $failures failures"
 [ "$roundtrips" -gt 0 ] && [ "$failures" -eq 0 ]
