@@ -10,7 +10,8 @@ import os
 import re
 import subprocess
 import sys
-import zlib
+
+from exec_tally import lane_seed, read_tally
 
 FLOOR_SHARE = 0.9  # of the dispatches the fraction should draw
 
@@ -18,20 +19,20 @@ FLOOR_SHARE = 0.9  # of the dispatches the fraction should draw
 def main():
     lane, fraction, full_runs, program, *args = sys.argv[1:]
     fraction = float(fraction)
-    seed = zlib.crc32(lane.encode()) & 0x7FFFFFFF
+    seed = lane_seed(lane)
     floor = int(FLOOR_SHARE * fraction * int(full_runs))
     env = dict(os.environ, COOPMAT_EXEC_SAMPLE=f"{fraction}:{seed}")
     print(f"lane {lane}: sample {fraction} with seed {seed}, floor {floor} dispatches", flush=True)
     run = subprocess.run([program, *args], env=env, capture_output=True, text=True)
     out = run.stdout + run.stderr
-    ran = re.findall(r"^exec tally: ran (\d+)$", out, re.M)
+    ran, _ = read_tally(out)
     problems = []
     if run.returncode != 0:
         problems.append(f"{os.path.basename(program)} failed ({run.returncode})")
-    if not ran:
+    if ran is None:
         problems.append("the suite printed no tally (it stopped before its end)")
-    elif int(ran[-1]) < floor:
-        problems.append(f"ran {ran[-1]} dispatches, below the floor of {floor}")
+    elif ran < floor:
+        problems.append(f"ran {ran} dispatches, below the floor of {floor}")
     # The layer's info lines (its layouts, every pipeline) would bury a failure's report.
     shown = "\n".join(l for l in out.splitlines() if ": info: " not in l)
     print(shown[-20000:] if problems else "\n".join(l for l in out.splitlines() if l.startswith("exec tally:")))
@@ -39,7 +40,7 @@ def main():
         print(line)
     if problems:
         sys.exit(f"lane {lane}: " + "; ".join(problems))
-    print(f"lane {lane}: ran {ran[-1]} dispatches (floor {floor})")
+    print(f"lane {lane}: ran {ran} dispatches (floor {floor})")
 
 
 if __name__ == "__main__":

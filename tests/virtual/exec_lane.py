@@ -22,9 +22,10 @@ import re
 import shutil
 import subprocess
 import sys
-import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "exec"))
+from exec_tally import lane_seed, read_tally  # noqa: E402
 
 
 def read_expectations(profile_name, lowering):
@@ -57,7 +58,7 @@ def main():
     mode = f"{lowering}/{part}" if part else lowering
     name = next(l.split()[1] for l in open(profile) if l.startswith("name "))
     lane = f"{name}.{lowering}" + (f".{part}" if part else "") + (f".default{default_size}" if default_size else "")
-    seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(zlib.crc32(lane.encode()) & 0x7fffffff)
+    seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(lane_seed(lane))
     suite = os.path.basename(binary).startswith("coopmat_exec_tests")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
@@ -84,17 +85,14 @@ def main():
         problems.append("the virtual device refused or failed pipelines:\n  " + "\n  ".join(others[:20]))
     ran, not_run = None, []
     if suite:
-        ran_lines = re.findall(r"^exec tally: ran (\d+)$", out, re.M)
-        not_run = [(int(count), reason) for count, reason in re.findall(r"^exec tally: not run (\d+): (.*)$", out, re.M)]
+        ran, not_run = read_tally(out)
         floor, allowed = read_expectations(name, mode)
-        if not ran_lines:
+        if ran is None:
             problems.append("the suite printed no tally (it stopped before its end)")
-        else:
-            ran = int(ran_lines[-1])
-            if floor is None:
-                problems.append(f"lane_expectations.txt has no floor for {name} {mode} (this run: {ran} dispatches)")
-            elif ran < floor:
-                problems.append(f"the suite ran {ran} dispatches, below this lane's floor of {floor}")
+        elif floor is None:
+            problems.append(f"lane_expectations.txt has no floor for {name} {mode} (this run: {ran} dispatches)")
+        elif ran < floor:
+            problems.append(f"the suite ran {ran} dispatches, below this lane's floor of {floor}")
         for count, reason in not_run:
             if not any(pattern.search(reason) for pattern, _ in allowed):
                 problems.append(f"not run for a reason lane_expectations.txt does not allow {name}: {reason} ({count}x)")

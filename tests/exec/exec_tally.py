@@ -1,0 +1,17 @@
+"""What the execution suite says of its runs (exec_util.h's "exec tally:" lines) and the fixed
+seed of a lane's sample; shared by the lanes that run a sample of it (sampled_run.py here,
+tests/virtual/exec_lane.py)."""
+import re
+import zlib
+
+
+def lane_seed(lane):
+    """The sample's seed for a lane name: the same every run, so CI draws the same sample."""
+    return zlib.crc32(lane.encode()) & 0x7FFFFFFF
+
+
+def read_tally(out):
+    """(dispatches that ran or None when the suite printed no tally, [(count, reason) not run])."""
+    ran = re.findall(r"^exec tally: ran (\d+)$", out, re.M)
+    not_run = [(int(count), reason) for count, reason in re.findall(r"^exec tally: not run (\d+): (.*)$", out, re.M)]
+    return (int(ran[-1]) if ran else None), not_run
