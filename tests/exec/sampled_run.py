@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The execution suite on a sample of its runs, with a floor: COOPMAT_EXEC_SAMPLE (exec_util.h)
 set to `fraction` and a seed fixed per lane, so that CI runs the same sample every time. Fails
-when the suite fails, prints no tally, or ran fewer dispatches than `floor_share` of the whole
+when the suite fails, prints no tally, or ran fewer dispatches than FLOOR_SHARE (90%) of the whole
 suite's `full_runs` times the fraction (a sample that runs nearly nothing is not a pass).
 
   sampled_run.py <lane name> <fraction> <full runs> <program> [args...]
