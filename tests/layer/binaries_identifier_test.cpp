@@ -12,6 +12,7 @@
 
 #include "coopmat/lower.h"
 #include "layer_test_util.h"
+#include "storage_buffer_layout.h"
 #include "vk_context.h"
 
 using namespace cmtest;
@@ -95,29 +96,13 @@ TEST_CASE("review 6: pipeline keys and pipeline binaries get the lowered stage c
   VkShaderModuleCreateInfo code{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   code.codeSize = words.size() * 4;
   code.pCode = words.data();
-  VkDescriptorSetLayoutBinding bindings[2] = {};
-  for (uint32_t i = 0; i < 2; ++i) {
-    bindings[i].binding = i;
-    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    bindings[i].descriptorCount = 1;
-    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
-  }
-  VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  setInfo.bindingCount = 2;
-  setInfo.pBindings = bindings;
-  VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
-  REQUIRE(vkCreateDescriptorSetLayout(b.device.handle(), &setInfo, nullptr, &setLayout) == VK_SUCCESS);
-  VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  layoutInfo.setLayoutCount = 1;
-  layoutInfo.pSetLayouts = &setLayout;
-  VkPipelineLayout layout = VK_NULL_HANDLE;
-  REQUIRE(vkCreatePipelineLayout(b.device.handle(), &layoutInfo, nullptr, &layout) == VK_SUCCESS);
+  const StorageBufferLayout layout(b.device, 2);
 
   VkComputePipelineCreateInfo compute{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   compute.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, &code};
   compute.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   compute.stage.pName = "main";
-  compute.layout = layout;
+  compute.layout = layout.pipelineLayout();
   VkPipelineCreateInfoKHR pipeline{VK_STRUCTURE_TYPE_PIPELINE_CREATE_INFO_KHR, &compute};
 
   VkPipelineBinaryKeyKHR key{VK_STRUCTURE_TYPE_PIPELINE_BINARY_KEY_KHR};
@@ -137,9 +122,6 @@ TEST_CASE("review 6: pipeline keys and pipeline binaries get the lowered stage c
   REQUIRE(recorded.size() == 2);
   for (const RecordedModule& m : recorded) CheckLowered(m.words);
   CHECK(recorded[0].words == recorded[1].words);
-
-  vkDestroyPipelineLayout(b.device.handle(), layout, nullptr);
-  vkDestroyDescriptorSetLayout(b.device.handle(), setLayout, nullptr);
 }
 
 TEST_CASE("review 6: ray-tracing stages and NV shader-group stages get the lowered code", "[layer][review]") {

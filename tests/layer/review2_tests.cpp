@@ -13,6 +13,7 @@
 
 #include "compute.h"
 #include "layer_test_util.h"
+#include "storage_buffer_layout.h"
 #include "vk_context.h"
 
 using namespace cmtest;
@@ -260,18 +261,7 @@ TEST_CASE("refusals at pipeline time name the instruction and dump the input and
   VkShaderModule module = VK_NULL_HANDLE;
   REQUIRE(CreateModule(device.handle(), words.data(), words.size() * 4, &module) == VK_SUCCESS);
   std::filesystem::remove_all(dir);  // the module-time lowering's own dump
-  std::vector<VkDescriptorSetLayoutBinding> bindings;
-  for (uint32_t i = 0; i < 7; ++i) bindings.push_back({i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr});
-  VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
-  setInfo.bindingCount = 7;
-  setInfo.pBindings = bindings.data();
-  VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
-  REQUIRE(vkCreateDescriptorSetLayout(device.handle(), &setInfo, nullptr, &setLayout) == VK_SUCCESS);
-  VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-  layoutInfo.setLayoutCount = 1;
-  layoutInfo.pSetLayouts = &setLayout;
-  VkPipelineLayout layout = VK_NULL_HANDLE;
-  REQUIRE(vkCreatePipelineLayout(device.handle(), &layoutInfo, nullptr, &layout) == VK_SUCCESS);
+  const StorageBufferLayout layout(device, 7);
   const uint32_t values[] = {16, 8, 8, 16, 8};  // TK != TN: the P conversion's shapes do not match
   const VkSpecializationMapEntry entries[] = {{0, 0, 4}, {3, 4, 4}, {4, 8, 4}, {5, 12, 4}, {6, 16, 4}};
   VkSpecializationInfo spec{5, entries, sizeof(values), values};
@@ -284,7 +274,7 @@ TEST_CASE("refusals at pipeline time name the instruction and dump the input and
     info.stage.module = module;
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = &spec;
-    info.layout = layout;
+    info.layout = layout.pipelineLayout();
     VkPipeline pipeline = VK_NULL_HANDLE;
     CHECK(vkCreateComputePipelines(device.handle(), VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_UNKNOWN);
     CHECK(pipeline == VK_NULL_HANDLE);
@@ -303,17 +293,14 @@ TEST_CASE("refusals at pipeline time name the instruction and dump the input and
     info.codeSize = words.size() * 4;
     info.pCode = words.data();
     info.pName = "main";
+    const StorageBufferLayout objectsLayout(objects, 7);  // the same bindings, on this device
     info.setLayoutCount = 1;
-    info.pSetLayouts = &setLayout;  // compatible: same bindings on either device's layout
+    info.pSetLayouts = objectsLayout.setLayout();
     info.pSpecializationInfo = &spec;
     VkShaderEXT shader = VK_NULL_HANDLE;
-    VkDescriptorSetLayout objectsSetLayout = VK_NULL_HANDLE;
-    REQUIRE(vkCreateDescriptorSetLayout(objects.handle(), &setInfo, nullptr, &objectsSetLayout) == VK_SUCCESS);
-    info.pSetLayouts = &objectsSetLayout;
     CHECK(create(objects.handle(), 1, &info, nullptr, &shader) == VK_ERROR_UNKNOWN);
     CHECK(shader == VK_NULL_HANDLE);
     CHECK_THAT(ErrorMessages(instance), ContainsSubstring("vkCreateShadersEXT: cannot lower the maintenance1 module: OpFConvert %"));
-    vkDestroyDescriptorSetLayout(objects.handle(), objectsSetLayout, nullptr);
   }
   const std::string errors = ErrorMessages(instance);
   CHECK_THAT(errors, ContainsSubstring("do not match"));
@@ -322,8 +309,6 @@ TEST_CASE("refusals at pipeline time name the instruction and dump the input and
   CHECK(ReadWords(dumped) == words);
   const std::string specText = ReadText(DumpedFile(dir, ".specialization.txt"));
   CHECK(specText == "--specialize 0=16\n--specialize 3=8\n--specialize 4=8\n--specialize 5=16\n--specialize 6=8\n");
-  vkDestroyPipelineLayout(device.handle(), layout, nullptr);
-  vkDestroyDescriptorSetLayout(device.handle(), setLayout, nullptr);
   vkDestroyShaderModule(device.handle(), module, nullptr);
   std::filesystem::remove_all(dir);
 }
