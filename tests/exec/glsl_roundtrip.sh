@@ -1,19 +1,21 @@
 #!/bin/sh
-# glsl_roundtrip.sh COOPMAT_LOWER GLSLANG IN_DIR OUT_DIR MODE [ENVS]
+# glsl_roundtrip.sh COOPMAT_LOWER GLSL_BATCH IN_DIR OUT_DIR MODE [ENVS]
 #
 # For every execution-test module IN_DIR/exec/<name>.<env>.spv: lower it with
 # coopmat-lower (MODE portable: no register layouts; MODE register: lavapipe's
 # built-in layouts and matrix properties), turn the result into Vulkan GLSL
-# (--glsl, SPIRV-Cross) and compile that GLSL back with glslang for the same
-# SPIR-V version into OUT_DIR/exec/<name>.<env>.spv. The execution tests then run
-# those modules (which need no lowering any more) against the same CPU reference.
+# (--glsl, SPIRV-Cross) and compile that GLSL back with glslang (GLSL_BATCH: the build's
+# glsl-batch, one process per core for all modules) for the same SPIR-V version into
+# OUT_DIR/exec/<name>.<env>.spv. The execution tests then run those modules (which need
+# no lowering any more) against the same CPU reference.
 # ENVS (comma-separated, e.g. spirv1.3): only the modules of those target environments.
 # A module with nothing to lower (KHR or NV only) is copied as it is.
 set -u
 
-# One module (run in parallel by the main part below): prints "roundtrip", "copied" or "FAIL ...".
+# One module (run in parallel by the main part below): prints "glsl <file> <env>" (its GLSL
+# is written, to be compiled), "copied" or "FAIL ...".
 if [ "$1" = --one ]; then
-  lower=$2 glslang=$3 out=$4 mode=$5 spv=$6
+  lower=$2 out=$3 mode=$4 spv=$5
   case $mode in
     portable) options="" ;;
     register) options="--builtin-layouts lavapipe:8 --flexible-dimensions
@@ -30,15 +32,13 @@ if [ "$1" = --one ]; then
     cp "$spv" "$out/exec/$file" && echo copied
   elif [ $rc -ne 0 ]; then
     echo "FAIL $file: coopmat-lower: $(cat "$work.err")"
-  elif ! "$glslang" -V --quiet -S comp --target-env "$env" -o "$out/exec/$file" "$work.glsl" >"$work.err" 2>&1; then
-    echo "FAIL $file: glslang rejects the GLSL ($work.glsl): $(head -n 5 "$work.err")"
   else
-    echo roundtrip
+    echo "glsl $file $env"
   fi
   exit 0
 fi
 
-lower=$1 glslang=$2 in=$3 out=$4 mode=$5 envs=${6:-spirv1.3,spirv1.6}
+lower=$1 glsl_batch=$2 in=$3 out=$4 mode=$5 envs=${6:-spirv1.3,spirv1.6}
 case $mode in
   portable | register) ;;
   *) echo "glsl_roundtrip.sh: mode must be portable or register" >&2; exit 2 ;;
@@ -50,7 +50,25 @@ mkdir -p "$out/exec" "$out/work"
 # scratch words) as plain vectors, which glslang rejects.
 envs_pattern="\.($(printf '%s' "$envs" | sed 's/\./\\./g; s/,/|/g'))\.spv\$"
 ls "$in"/exec/*.spv | grep -v -E '_(bf16|e4m3|e5m2)[_.]' | grep -E "$envs_pattern" |
-  xargs -P "$(nproc)" -n 1 sh "$0" --one "$lower" "$glslang" "$out" "$mode" >"$out/results.txt"
+  xargs -P "$(nproc)" -n 1 sh "$0" --one "$lower" "$out" "$mode" >"$out/results.txt"
+# The GLSL back to SPIR-V: a jobs list per core (glsl-batch's format: output, target
+# environment, no validation, source), each list one process.
+tab=$(printf '\t')
+grep '^glsl ' "$out/results.txt" | while read -r _ file env; do
+  printf '%s\t%s\t-\t%s\n' "$out/exec/$file" "$env" "$out/work/${file%.spv}.glsl"
+done >"$out/jobs.txt"
+split -n "r/$(nproc)" -d "$out/jobs.txt" "$out/jobs."
+for jobs in "$out"/jobs.[0-9]*; do
+  "$glsl_batch" --keep-going "$jobs" >"$jobs.log" 2>&1 &
+done
+wait
+while IFS="$tab" read -r module _ _ glsl; do
+  if [ -f "$module" ]; then
+    echo roundtrip
+  else
+    echo "FAIL $(basename "$module"): glslang rejects the GLSL ($glsl): $(cat "$out"/jobs.*.log | grep -F -A 5 "$glsl" | head -n 6)"
+  fi
+done <"$out/jobs.txt" >>"$out/results.txt"
 grep '^FAIL' "$out/results.txt"
 roundtrips=$(grep -c '^roundtrip' "$out/results.txt")
 failures=$(grep -c '^FAIL' "$out/results.txt")
