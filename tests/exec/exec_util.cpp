@@ -390,24 +390,33 @@ std::optional<std::array<uint32_t, 3>> Env::MulAddShape(T a, T c) const {
 }
 
 std::vector<size_t> Sample(const std::vector<std::string>& names) {
-  static const std::pair<double, uint64_t> sample = [] {
+  struct Drawn {
+    double runs = 1.0, groups = 1.0;
+    uint64_t seed = 0;
+  };
+  static const Drawn sample = [] {
+    Drawn d;
     const char* text = std::getenv("COOPMAT_EXEC_SAMPLE");
-    double fraction = 1.0;
     unsigned long long seed = 0;
-    if (text && std::sscanf(text, "%lf:%llu", &fraction, &seed) != 2) fraction = 1.0;
-    return std::pair<double, uint64_t>{fraction, seed};
+    const int read = text ? std::sscanf(text, "%lf:%llu:%lf", &d.runs, &seed, &d.groups) : 0;
+    if (read < 2) return Drawn{};
+    if (read < 3) d.groups = 1.0;
+    d.seed = seed;
+    return d;
   }();
   std::vector<size_t> chosen;
   if (names.empty()) return chosen;
   // FNV-1a of the seed and the name, as a number in [0, 1).
   auto draw = [&](const std::string& name) {
-    uint64_t h = 1469598103934665603ull ^ sample.second;
+    uint64_t h = 1469598103934665603ull ^ sample.seed;
     for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     return static_cast<double>(h >> 11) / 9007199254740992.0;
   };
+  // A whole group (one CheckAll's runs, known by its first) drawn out runs nothing.
+  if (sample.groups < 1.0 && draw("group " + names.front()) >= sample.groups) return chosen;
   size_t lowest = 0;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (draw(names[i]) < sample.first) chosen.push_back(i);
+    if (draw(names[i]) < sample.runs) chosen.push_back(i);
     if (draw(names[i]) < draw(names[lowest])) lowest = i;
   }
   if (chosen.empty()) chosen.push_back(lowest);

@@ -167,10 +167,11 @@ class Env {
   INFO("environment: " << name.Problem());                                                  \
   REQUIRE(name.Problem().empty())
 
-// COOPMAT_EXEC_SAMPLE=<fraction>:<seed> (the virtual device's lane, which runs the
-// suite under many profiles): of the runs one CheckAll would make, those whose name
-// hashes with the seed below the fraction, and always at least one. Unset: all.
-// Returns the indices of `names` to run.
+// COOPMAT_EXEC_SAMPLE=<fraction>:<seed>[:<groups>] (the virtual device's lanes, which run
+// the suite under many profiles, and the portable twin): of the runs one CheckAll would
+// make, those whose name hashes with the seed below the fraction, and always at least one;
+// with <groups> < 1, only that fraction of the CheckAlls run at all (each drawn whole by
+// its first run's name). Unset: all. Returns the indices of `names` to run.
 std::vector<size_t> Sample(const std::vector<std::string>& names);
 
 // Target environments every shader is compiled for (and run in; COOPMAT_EXEC_TARGET_ENVS

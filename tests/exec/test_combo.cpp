@@ -52,13 +52,13 @@ std::string RunCombo(const Env& env, uint32_t rows, uint32_t cols, bool doReduce
 
 void Check(const Env& env, uint32_t rows, uint32_t cols) {
   // The reduce branch taken with one subgroup per workgroup, skipped with four.
+  std::vector<NamedRun> runs;
   for (const std::string& targetEnv : TargetEnvs())
-    for (auto [doReduce, grid] : {std::pair{true, Grid{1, 2}}, std::pair{false, Grid{4, 1}}}) {
-      const std::string result = RunCombo(env, rows, cols, doReduce, targetEnv, grid);
-      INFO("combo_" << rows << "x" << cols << "." << targetEnv << " reduce=" << doReduce << " subgroups/group="
-                    << grid.subgroupsPerGroup << ": " << result);
-      CHECK(result.empty());
-    }
+    for (auto [doReduce, grid] : {std::pair{true, Grid{1, 2}}, std::pair{false, Grid{4, 1}}})
+      runs.push_back({"combo_" + std::to_string(rows) + "x" + std::to_string(cols) + "." + targetEnv + " reduce=" +
+                          std::to_string(doReduce) + " subgroups/group=" + std::to_string(grid.subgroupsPerGroup),
+                      [&env, rows, cols, doReduce, grid, &targetEnv] { return RunCombo(env, rows, cols, doReduce, targetEnv, grid); }});
+  CheckSampled(runs);
 }
 
 }  // namespace

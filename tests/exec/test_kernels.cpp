@@ -185,26 +185,22 @@ std::string RunTrsv(const Env& env, const Grid& grid, const std::string& targetE
 
 TEST_CASE("kernel: gated linear attention chunk, subgroups in roles, hi/lo splits", "[exec][kernel]") {
   EXEC_ENV(env, .flex = !TheVirtualDevice().on);
-  std::vector<std::pair<Gla, std::string>> runs;
-  std::vector<std::string> names;
+  std::vector<NamedRun> runs;
+  // Each head dimension in one target environment, alternating (lavapipe compiles a D=64
+  // chunk for up to a minute; both environments run every other case).
+  const std::vector<std::string>& envs = TargetEnvs();
+  size_t next = 0;
   for (T type : {T::F16, T::BF16})
     for (uint32_t dim : {32u, 64u}) {
       const std::string name = std::string("kernel_gla_") + Name(type) + "_d" + std::to_string(dim);
+      const std::string& targetEnv = envs[next++ % envs.size()];
       if (auto why = Without16x16(env, type)) {
         WarnNotRun(name, *why);
         continue;
       }
-      for (const std::string& targetEnv : TargetEnvs()) {
-        runs.push_back({Gla{type, dim, 3}, targetEnv});
-        names.push_back(name + "." + targetEnv);
-      }
+      runs.push_back({name + "." + targetEnv, [&env, type, dim, &targetEnv] { return RunGla(env, Gla{type, dim, 3}, targetEnv); }});
     }
-  for (size_t i : Sample(names)) {  // all of them, but in a virtual lane's sample
-    const std::string result = RunGla(env, runs[i].first, runs[i].second);
-    if (WarnedNotRun(names[i], result)) continue;
-    INFO(names[i] << ": " << result);
-    CHECK(result.empty());
-  }
+  CheckSampled(runs);  // all of them, but in a virtual lane's sample
 }
 
 TEST_CASE("kernel: forward substitution per subgroup, shuffles in loops of subgroup-dependent trip count", "[exec][kernel]") {
@@ -213,18 +209,11 @@ TEST_CASE("kernel: forward substitution per subgroup, shuffles in loops of subgr
     WarnNotRun("kernel_trsv", *why);
     return;
   }
-  std::vector<std::pair<Grid, std::string>> runs;
-  std::vector<std::string> names;
+  std::vector<NamedRun> runs;
   for (const std::string& targetEnv : TargetEnvs())
-    for (const Grid& grid : {Grid{kSubgroups, 2}, Grid{2, 3}}) {
-      runs.push_back({grid, targetEnv});
-      names.push_back("kernel_trsv." + targetEnv + " " + std::to_string(grid.subgroupsPerGroup) + " subgroups x " +
-                      std::to_string(grid.groups));
-    }
-  for (size_t i : Sample(names)) {
-    const std::string result = RunTrsv(env, runs[i].first, runs[i].second);
-    if (WarnedNotRun(names[i], result)) continue;
-    INFO(names[i] << ": " << result);
-    CHECK(result.empty());
-  }
+    for (const Grid& grid : {Grid{kSubgroups, 2}, Grid{2, 3}})
+      runs.push_back({"kernel_trsv." + targetEnv + " " + std::to_string(grid.subgroupsPerGroup) + " subgroups x " +
+                          std::to_string(grid.groups),
+                      [&env, grid, &targetEnv] { return RunTrsv(env, grid, targetEnv); }});
+  CheckSampled(runs);
 }

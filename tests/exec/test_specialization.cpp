@@ -60,6 +60,10 @@ Expected Reference(const Tiles& t, const Matrix& q, const Matrix& k, const Matri
   return e;
 }
 
+std::string TilesName(const Tiles& t) {
+  return std::to_string(t.tm) + "x" + std::to_string(t.tn) + "x" + std::to_string(t.tk);
+}
+
 // Runs the kernel at `tiles`; "" when every output matches the reference.
 std::string RunSpecTiles(const Env& env, const Tiles& t, const Grid& grid, const std::string& targetEnv,
                          cmtest::ShaderPath path = cmtest::ShaderPath::Module) {
@@ -123,25 +127,21 @@ TEST_CASE("specialization-constant tiles run at every specialization of one modu
     if (tiles.tn != tiles.tk) {
       WarnNotRun("spec_tiles", "the device's f16 MulAdd has N != K, so P (M x N) cannot become an A (M x K)");
     } else {
+      std::vector<NamedRun> runs;
       for (const std::string& targetEnv : TargetEnvs())
-        for (const Grid& grid : {Grid{1, 2}, Grid{2, 2}}) {
-          const std::string result = RunSpecTiles(env, tiles, grid, targetEnv);
-          INFO("spec_tiles." << targetEnv << " " << tiles.tm << "x" << tiles.tn << "x" << tiles.tk << ", "
-                             << grid.subgroupsPerGroup << " subgroups/group: " << result);
-          CHECK(result.empty());
-        }
+        for (const Grid& grid : {Grid{1, 2}, Grid{2, 2}})
+          runs.push_back({"spec_tiles." + targetEnv + " " + TilesName(tiles) + ", " + std::to_string(grid.subgroupsPerGroup) +
+                              " subgroups/group",
+                          [&env, &tiles, grid, &targetEnv] { return RunSpecTiles(env, tiles, grid, targetEnv); }});
+      CheckSampled(runs);
     }
   }
   EXEC_ENV(env, .flex = true);
+  std::vector<NamedRun> runs;
   for (const std::string& targetEnv : TargetEnvs())
-    for (const Tiles& t : {Tiles{16, 16, 16}, Tiles{8, 16, 16}, Tiles{16, 8, 8}, Tiles{32, 16, 16}}) {
-      const std::string result = RunSpecTiles(env, t, Grid{2, 1}, targetEnv);
-      std::ostringstream name;
-      name << "spec_tiles." << targetEnv << " " << t.tm << "x" << t.tn << "x" << t.tk;
-      if (WarnedNotRun(name.str(), result)) continue;
-      INFO(name.str() << ": " << result);
-      CHECK(result.empty());
-    }
+    for (const Tiles& t : {Tiles{16, 16, 16}, Tiles{8, 16, 16}, Tiles{16, 8, 8}, Tiles{32, 16, 16}})
+      runs.push_back({"spec_tiles." + targetEnv + " " + TilesName(t), [&env, t, &targetEnv] { return RunSpecTiles(env, t, Grid{2, 1}, targetEnv); }});
+  CheckSampled(runs);
 }
 
 namespace {
