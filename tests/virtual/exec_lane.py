@@ -10,7 +10,8 @@ For the execution suite (coopmat_exec_tests) the lane also reads the suite's tal
 ("exec tally:" lines, exec_util.h) and fails when it ran fewer dispatches than the floor
 lane_expectations.txt gives this profile and lowering, or when something did not run for
 a reason that file does not allow for the profile. It runs a sample of the suite
-(COOPMAT_EXEC_SAMPLE: `fraction` of each CheckAll's runs, at least one) drawn with a seed
+(COOPMAT_EXEC_SAMPLE: `fraction` of each CheckAll's runs, at least one; `fraction` may be
+`<runs>:<groups>`, and then only `groups` of the CheckAlls run at all) drawn with a seed
 fixed per profile and lowering, so that CI runs the same sample every time; it is printed,
 COOPMAT_VIRTUAL_SEED=<seed> draws another, fraction 1 (or COOPMAT_VIRTUAL_FRACTION=1, the
 campaign) runs everything. The environment must put the product layer and the virtual
@@ -49,6 +50,12 @@ def read_expectations(profile_name, lowering):
     return floor, allowed
 
 
+def sample_setting(fraction, seed):
+    """COOPMAT_EXEC_SAMPLE for a lane's `<runs>[:<groups>]` fraction (exec_util.h)."""
+    runs, _, groups = fraction.partition(":")
+    return f"{runs}:{seed}:{groups or 1}"
+
+
 def main():
     profile, scratch, fraction, binary, *args = sys.argv[1:]
     fraction = os.environ.get("COOPMAT_VIRTUAL_FRACTION") or fraction  # scripts/virtual-campaign: 1
@@ -65,7 +72,7 @@ def main():
     log = os.path.join(scratch, "virtual.log")
     # A cache of its own: the product layer probes the virtual device's layouts afresh.
     env = dict(os.environ, COOPMAT_VIRTUAL_PROFILE=profile, COOPMAT_VIRTUAL_LOG=log, XDG_CACHE_HOME=scratch,
-               COOPMAT_EXEC_SAMPLE=f"{fraction}:{seed}", VK_COOPMAT_MAINTENANCE1_VALIDATE="true")
+               COOPMAT_EXEC_SAMPLE=sample_setting(fraction, seed), VK_COOPMAT_MAINTENANCE1_VALIDATE="true")
     print(f"lane {lane}: sample {fraction} with seed {seed} (COOPMAT_VIRTUAL_SEED={seed} draws it again)", flush=True)
     drawn = [l for l in open(profile) if l.startswith("# Drawn")]  # a random profile says how to draw it again
     print("".join(drawn), end="", flush=True)
