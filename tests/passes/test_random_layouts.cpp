@@ -268,7 +268,8 @@ TEST_CASE("random layouts: register coordinates match the layout's map at every 
   std::cout << "random layouts: seed " << Seed() << " (COOPMAT_RANDOM_LAYOUT_SEED repeats it)\n";
   std::mt19937 random(Seed() ^ 0x1);
   size_t checked = 0;
-  for (int n = 0; n < 1500; ++n) {
+  // 500 per run (a fresh seed each run; 1500 took 72 s of CI's two cores).
+  for (int n = 0; n < 500; ++n) {
     const Shape s = RandomShape(random);
     const uint32_t use = static_cast<uint32_t>(random() % 3);
     const LinearLayout layout = RandomLayout(random, {coopmat::kTypeF16, use, s.rows, s.cols, s.subgroup}, s.replicaBits, random() % 2 == 0);
@@ -280,7 +281,7 @@ TEST_CASE("random layouts: register coordinates match the layout's map at every 
     CheckCoordinates(layout);
     ++checked;
   }
-  CHECK(checked > 1500);
+  CHECK(checked > 500);
 }
 
 TEST_CASE("random layouts: conversion gathers and pair exchanges put every element in its place", "[register][random]") {
