@@ -3,8 +3,8 @@
 #
 # The build's shader compiler (tools/build/glsl_batch.cpp) against glslangValidator: the
 # same bytes for variants like the build's (defines, an include folder, both kinds of
-# target environment), and a compile error, a module the validator rejects and a bad
-# jobs line each fail with a message and leave no output.
+# target environment), outputs in folders not made yet, and a compile error, a module the
+# validator rejects and a bad jobs line each fail with a message and leave no output.
 set -u
 batch=$1 glslang=$2 src=$3 work=$4
 failures=0
@@ -55,6 +55,10 @@ check_failure "a compile error, --keep-going" "no_such_function" "$work/bad.txt"
 printf '%s\n' "$work/val.spv${tab}spirv1.6${tab}vulkan1.0$tab$work/good.comp" >"$work/val.txt"
 check_failure "a module the validator rejects" "spirv-val (vulkan1.0) rejects the module" "$work/val.txt"
 [ ! -e "$work/val.spv" ] || fail "a rejected module was written"
+# An output folder that does not exist yet is made (Ninja makes it first; Make does not).
+printf '%s\n' "$work/new/folder/good.spv${tab}spirv1.3${tab}vulkan1.1$tab$work/good.comp" >"$work/folder.txt"
+"$batch" "$work/folder.txt" && [ -s "$work/new/folder/good.spv" ] && [ ! -e "$work/new/folder/good.spv.tmp" ] ||
+  fail "an output in a folder not made yet was not written whole"
 printf '%s\n' "$work/x.spv${tab}spirv1.3$tab-$tab$work/good.comp$tab-O" >"$work/arg.txt"
 "$batch" "$work/arg.txt" >"$work/out.txt" 2>&1
 [ $? -eq 2 ] && grep -q "unknown argument '-O'" "$work/out.txt" || fail "a bad jobs line: $(cat "$work/out.txt")"

@@ -19,12 +19,10 @@
 #include <glslang/SPIRV/GlslangToSpv.h>
 #include <spirv-tools/libspirv.hpp>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -152,16 +150,24 @@ std::string Preamble(const std::vector<std::string>& defines) {
   return text;
 }
 
+// Not the layer's WriteCacheFileAtomically: that one makes private (0700/0600) cache entries,
+// and these are build outputs the samples install for every user.
 bool WriteWhole(const std::string& path, const std::vector<uint32_t>& words) {
-  std::string temporary = path + ".tmp";
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);  // Ninja makes it; Make does not
+  const std::string temporary = path + ".tmp";
+  bool written;
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(words.data()), static_cast<std::streamsize>(words.size() * 4));
-    if (!out) return false;
+    written = static_cast<bool>(out.flush());
   }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  return !ec;
+  if (written) {
+    std::filesystem::rename(temporary, path, ec);
+    if (!ec) return true;
+  }
+  std::filesystem::remove(temporary, ec);
+  return false;
 }
 
 // Compiles and validates one job; on failure returns the message to print.
