@@ -1,5 +1,5 @@
-"""What the execution suite says of its runs (exec_util.h's "exec tally:" lines) and the fixed
-seed of a lane's sample; shared by the lanes that run a sample of it (sampled_run.py here,
+"""What the execution suite says of its runs (exec_util.h's "exec tally:" lines), the fixed
+seed of a lane's sample and its COOPMAT_EXEC_SAMPLE setting; shared by the lanes that run a sample of it (sampled_run.py here,
 tests/virtual/exec_lane.py)."""
 import re
 import zlib
@@ -8,6 +8,12 @@ import zlib
 def lane_seed(lane):
     """The sample's seed for a lane name: the same every run, so CI draws the same sample."""
     return zlib.crc32(lane.encode()) & 0x7FFFFFFF
+
+
+def sample_setting(fraction, seed):
+    """COOPMAT_EXEC_SAMPLE (exec_util.h) for a `<runs>[:<groups>]` fraction and a seed."""
+    runs, _, groups = str(fraction).partition(":")
+    return f"{runs}:{seed}:{groups or 1}"
 
 
 def read_tally(out):

@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 
-from exec_tally import lane_seed, read_tally
+from exec_tally import lane_seed, read_tally, sample_setting
 
 FLOOR_SHARE = 0.9  # of the dispatches the fraction should draw
 
@@ -21,7 +21,7 @@ def main():
     fraction = float(fraction)
     seed = lane_seed(lane)
     floor = int(FLOOR_SHARE * fraction * int(full_runs))
-    env = dict(os.environ, COOPMAT_EXEC_SAMPLE=f"{fraction}:{seed}")
+    env = dict(os.environ, COOPMAT_EXEC_SAMPLE=sample_setting(fraction, seed))
     print(f"lane {lane}: sample {fraction} with seed {seed}, floor {floor} dispatches", flush=True)
     run = subprocess.run([program, *args], env=env, capture_output=True, text=True)
     out = run.stdout + run.stderr

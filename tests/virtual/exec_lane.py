@@ -26,7 +26,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "exec"))
-from exec_tally import lane_seed, read_tally  # noqa: E402
+from exec_tally import lane_seed, read_tally, sample_setting  # noqa: E402
 
 
 def read_expectations(profile_name, lowering):
@@ -48,12 +48,6 @@ def read_expectations(profile_name, lowering):
         else:
             sys.exit(f"lane_expectations.txt:{number}: unknown line kind '{kind}'")
     return floor, allowed
-
-
-def sample_setting(fraction, seed):
-    """COOPMAT_EXEC_SAMPLE for a lane's `<runs>[:<groups>]` fraction (exec_util.h)."""
-    runs, _, groups = fraction.partition(":")
-    return f"{runs}:{seed}:{groups or 1}"
 
 
 def main():
