@@ -74,7 +74,9 @@ def main():
     out = run.stdout + run.stderr
     lines = open(log).read().splitlines() if os.path.exists(log) else []
     rewritten = [l for l in lines if l.startswith("pipeline profile=")]
-    others = [l for l in lines if not l.startswith("pipeline profile=")]
+    # What the emulation found wrong while the work ran (fault_buffer.h): never in a correct program.
+    faults = [l for l in lines if l.startswith("fault")]
+    others = [l for l in lines if not l.startswith(("pipeline profile=", "fault"))]
     past_length = sum(int(m) for m in re.findall(r"past_length_accesses=(\d+)", "\n".join(rewritten)))
     totals = re.findall(r"^(test cases:.*|assertions:.*|All tests passed.*)$", out, re.M)
     problems = []
@@ -82,6 +84,8 @@ def main():
         problems.append(f"{os.path.basename(binary)} failed ({run.returncode})")
     if not rewritten:
         problems.append("the virtual device rewrote no pipeline: nothing ran on it")
+    if faults:
+        problems.append(f"the virtual device found {len(faults)} faults:\n  " + "\n  ".join(faults[:20]))
     if others:
         problems.append("the virtual device refused or failed pipelines:\n  " + "\n  ".join(others[:20]))
     ran, not_run = None, []
@@ -104,7 +108,7 @@ def main():
         sys.exit("\n".join(problems) + f"\n--- seed {seed}, log {log}; output:\n" + report[-30000:])
     print("\n".join(totals))
     print(f"{len(rewritten)} pipelines rewritten by the virtual device, {past_length} element accesses past a "
-          f"matrix's length (another subgroup size's code)")
+          f"matrix's length (another subgroup size's code), 0 faults")
     if suite:
         print(f"{ran} dispatches ran; not run: {sum(c for c, _ in not_run)}")
         for count, reason in not_run:

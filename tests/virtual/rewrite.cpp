@@ -95,10 +95,15 @@ uint32_t Core::SubgroupId(Builder& b) {
 // subgroup, which lavapipe runs in step, so the memory part is all it needs; an execution
 // barrier would be a workgroup one there (lp_bld_nir.c's visit_barrier), which subgroups on
 // other paths never reach.
-uint32_t Core::SubgroupBarrier(Builder& b) {
-  if (Chunked()) return chunks->Meet(b);
+uint32_t Core::SubgroupBarrier(Builder& b, const char* what) {
+  if (Chunked()) return chunks->Meet(b, what);
   b.EmitVoid(Op::OpMemoryBarrier, {b.U(kScopeSubgroup), C().BarrierSemantics()});
   return True();
+}
+
+void Core::If(Builder& b, uint32_t condition, const std::function<void()>& body) {
+  const uint32_t selector = b.Emit(Op::OpSelect, T().Uint(), {condition, b.U(1), b.U(0)});
+  b.Switch(selector, {1}, [&](size_t) { body(); }, [] {});  // case values are literals
 }
 
 uint32_t Core::RegionBase(Builder& b) { return b.Mul(SubgroupId(b), wordsPerSubgroup_); }
@@ -241,7 +246,10 @@ namespace {
 class Rewriter {
  public:
   Rewriter(ir::Module& module, const Profile& profile, const RewriteRequest& request, RewriteResult& result)
-      : core_(module, profile, request, result), encoded_(core_), matrices_(core_, encoded_), subgroups_(core_), chunks_(core_) {}
+      : core_(module, profile, request, result), encoded_(core_), matrices_(core_, encoded_), subgroups_(core_), chunks_(core_),
+        faults_(core_) {
+    core_.faults = &faults_;
+  }
 
   void Run() {
     core_.CheckEntryPoints();
@@ -259,6 +267,7 @@ class Rewriter {
     core_.FinishScratch();
     matrices_.DropDeclarations();
     core_.C().scratch.Finalize();  // lists the built-ins this rewrite reads in the interfaces
+    faults_.Finish();
     encoded_.Finish();             // last: every part above uses the encoded types' ids
   }
 
@@ -289,6 +298,7 @@ class Rewriter {
           continue;
         }
         Builder b(core_.C(), f, cursor, f.blocks[cursor].instructions.size());
+        core_.current = inst.resultId ? Describe(inst) : Describe(inst) + " #" + std::to_string(++voidOps_[inst.opcode]);
         if (matrices_.Handles(inst))
           matrices_.Rewrite(b, inst);
         else if (encoded_.Handles(inst))
@@ -314,6 +324,8 @@ class Rewriter {
   detail::MatrixRewrite matrices_;
   detail::SubgroupModel subgroups_;
   detail::ChunkSync chunks_;
+  detail::FaultReport faults_;
+  std::map<spv::Op, uint32_t> voidOps_;  // fault sites' names for instructions without a result: "OpFoo %0 #2"
 };
 
 }  // namespace

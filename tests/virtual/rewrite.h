@@ -34,6 +34,10 @@ struct RewriteRequest {
   std::optional<Specialization> specialization;  // the pipeline's (frozen into the module)
   uint32_t sharedMemoryLimit = 0;                // the real device's; 0: not checked
   bool validate = true;                          // spirv-val what it receives and the result
+  // Where the rewritten code records faults (faults::Record), a device address of
+  // host-visible memory the layer reads after the work; 0: faults only poison results.
+  uint64_t faultAddress = 0;
+  uint32_t pipeline = 0;  // the number fault records carry for this pipeline
 };
 
 struct RewriteResult {
@@ -50,7 +54,33 @@ struct RewriteResult {
   // one size, where no other size's code can exist.
   uint32_t pastLengthAccesses = 0;
   uint32_t scratchBytes = 0; // Workgroup memory added (all virtual subgroups)
+  // What each fault site of the rewritten code is (site s is sites[s - 1]): "OpFoo %12 (what)".
+  std::vector<std::string> sites;
 };
+
+// Faults: what the emulation finds wrong while a dispatch runs, where a real device
+// would compute something undefined that the emulation could otherwise pass. The
+// rewritten code poisons the results concerned and appends a record to the fault
+// buffer (RewriteRequest::faultAddress, uint words):
+//   [0] records appended so far (past kRecords they all go to the last record's place)
+//   [kHeaderWords + r * kRecordWords + i] record r: pipeline, kind, site, detail
+namespace faults {
+inline constexpr uint32_t kHeaderWords = 4, kRecordWords = 4, kRecords = 1024;
+inline constexpr uint32_t kBufferWords = kHeaderWords + (kRecords + 1) * kRecordWords;
+enum Kind : uint32_t {
+  // The chunks of a virtual subgroup met at different operations (detail: another
+  // chunk's site): SPIR-V's non-uniform operations act on the invocations active at
+  // *that* instruction, so the exchange had no defined partner.
+  kDifferentOperations = 1,
+  // A chunk waited for the others in vain (detail 0): they never reached the meeting.
+  kMeetingTimedOut = 2,
+  // Copies of one matrix element held by several invocations disagree (detail: lane
+  // << 16 | element index of a copy that differs from the one stored).
+  kReplicasDisagree = 3,
+};
+// "chunks at different operations" and the like, for the log.
+const char* KindName(uint32_t kind);
+}  // namespace faults
 
 RewriteResult RewriteForProfile(std::span<const uint32_t> words, const Profile& profile, const RewriteRequest& request);
 

@@ -4,10 +4,14 @@
 //     [0]                          meetings arrived (one per chunk per meeting)
 //     [1 + j]                      chunk j's meetings so far (its turn)
 //     [1 + C + p * C + j]          chunk j's active lanes in the exchange of parity p
-//     [1 + 3C + p * S * W + w * S + lane]   word w of a lane's value in exchange half p
+//     [1 + 3C + p * C + j]         the site chunk j met at in the meeting of parity p
+//     [1 + 5C + p * S * W + w * S + lane]   word w of a lane's value in exchange half p
 //   then the workgroup's: [0] app barriers arrived, [1 + r] lavapipe subgroup r's count.
 // An exchange writes the half its turn's parity selects: every chunk has passed the
-// previous meeting, so nobody still reads what the turn before last wrote there.
+// previous meeting, so nobody still reads what the turn before last wrote there. The
+// sites make a meeting an operation's: counting arrivals alone would let chunks at two
+// different operations (a shuffle in each branch of a lane-dependent `if`) exchange
+// values that a real device never gives, so such a meeting is a fault.
 #include "rewrite_internal.h"
 
 namespace coopmat::virt::detail {
@@ -71,21 +75,43 @@ uint32_t ChunkSync::SubgroupBase(Builder& b) { return b.Mul(c_.SubgroupId(b), st
 
 uint32_t ChunkSync::Turn(Builder& b) { return Load(b, b.Add(SubgroupBase(b), b.Add(b.U(1), Chunk(b)))); }
 
-uint32_t ChunkSync::Meet(Builder& b, uint32_t turn) {
+uint32_t ChunkSync::Meet(Builder& b, uint32_t turn, const char* what) {
+  TypeManager& t = T();
+  const uint32_t C = c_.Chunks(), lavapipeSubgroups = c_.LavapipeSubgroupsPerWorkgroup();
+  const uint32_t site = c_.faults->Site(what);
   const uint32_t base = SubgroupBase(b), next = b.Add(turn, b.U(1));
   const uint32_t own = b.Add(base, b.Add(b.U(1), Chunk(b)));
+  const uint32_t sites = b.Add(base, b.Add(b.U(1 + 3 * C), b.Mul(b.And(turn, b.U(1)), b.U(C))));
   Elected(b, [&] {
-    b.Emit(Op::OpAtomicIAdd, T().Uint(), {Pointer(b, base), b.U(kScopeWorkgroup), b.U(0), b.U(1)});
+    Store(b, b.Add(sites, Chunk(b)), b.U(site));
+    b.Emit(Op::OpAtomicIAdd, t.Uint(), {Pointer(b, base), b.U(kScopeWorkgroup), b.U(0), b.U(1)});
     Store(b, own, next);
   });
   // The chunks this subgroup has: fewer than C only in a workgroup's last, partial subgroup.
-  const uint32_t C = c_.Chunks(), lavapipeSubgroups = c_.LavapipeSubgroupsPerWorkgroup();
+  const bool partial = lavapipeSubgroups % C != 0;
   uint32_t here = b.U(C);
-  if (lavapipeSubgroups % C) {
-    const uint32_t left = b.Emit(Op::OpISub, T().Uint(), {b.U(lavapipeSubgroups), b.Mul(c_.SubgroupId(b), b.U(C))});
-    here = b.Emit(Op::OpExtInst, T().Uint(), {c_.GlslImport(), 38 /* UMin */, left, b.U(C)});
+  if (partial) {
+    const uint32_t left = b.Emit(Op::OpISub, t.Uint(), {b.U(lavapipeSubgroups), b.Mul(c_.SubgroupId(b), b.U(C))});
+    here = b.Emit(Op::OpExtInst, t.Uint(), {c_.GlslImport(), 38 /* UMin */, left, b.U(C)});
   }
-  return WaitFor(b, base, b.Mul(here, next));
+  const uint32_t came = WaitFor(b, base, b.Mul(here, next));
+  // Every chunk there must have come to this site; `other` is one that did not.
+  uint32_t same = c_.True(), other = b.U(site);
+  for (uint32_t j = 0; j < C; ++j) {
+    const uint32_t there = Load(b, b.Add(sites, b.U(j)));
+    uint32_t agrees = b.Emit(Op::OpIEqual, t.Bool(), {there, b.U(site)});
+    if (partial) agrees = b.Emit(Op::OpLogicalOr, t.Bool(), {agrees, b.Emit(Op::OpUGreaterThanEqual, t.Bool(), {b.U(j), here})});
+    other = b.Emit(Op::OpSelect, t.Uint(), {agrees, other, there});
+    same = b.Emit(Op::OpLogicalAnd, t.Bool(), {same, agrees});
+  }
+  const uint32_t met = b.Emit(Op::OpLogicalAnd, t.Bool(), {came, same});
+  Elected(b, [&] {
+    c_.If(b, b.Emit(Op::OpLogicalNot, t.Bool(), {met}), [&] {
+      const uint32_t kind = b.Emit(Op::OpSelect, t.Uint(), {came, b.U(faults::kDifferentOperations), b.U(faults::kMeetingTimedOut)});
+      c_.faults->Report(b, kind, site, b.Emit(Op::OpSelect, t.Uint(), {came, other, b.U(0)}));
+    });
+  });
+  return met;
 }
 
 void ChunkSync::WorkgroupBarrier(Builder& b, const ir::Instruction& barrier) {
@@ -97,7 +123,11 @@ void ChunkSync::WorkgroupBarrier(Builder& b, const ir::Instruction& barrier) {
     b.Emit(Op::OpAtomicIAdd, T().Uint(), {Pointer(b, base), b.U(kScopeWorkgroup), b.U(0), b.U(1)});
     Store(b, own, next);
   });
-  WaitFor(b, base, b.Mul(b.U(lavapipeSubgroups), next));
+  const uint32_t came = WaitFor(b, base, b.Mul(b.U(lavapipeSubgroups), next));
+  const uint32_t site = c_.faults->Site("workgroup barrier");
+  Elected(b, [&] {
+    c_.If(b, b.Emit(Op::OpLogicalNot, T().Bool(), {came}), [&] { c_.faults->Report(b, b.U(faults::kMeetingTimedOut), site, b.U(0)); });
+  });
   // The barrier's own memory scope and semantics (image and storage memory as the app asked).
   b.EmitVoid(Op::OpMemoryBarrier, {barrier.Operand(1), barrier.Operand(2)});
 }
@@ -111,7 +141,7 @@ ChunkSync::Exchange ChunkSync::Publish(Builder& b, uint32_t value) {
   exchangeWords_ = std::max(exchangeWords_, x.words);
   x.turn = Turn(b);
   const uint32_t parity = b.And(x.turn, b.U(1)), base = SubgroupBase(b);
-  x.base = b.Add(base, b.Add(b.U(1 + 3 * C), b.Emit(Op::OpIMul, t.Uint(), {parity, half_})));
+  x.base = b.Add(base, b.Add(b.U(1 + 5 * C), b.Emit(Op::OpIMul, t.Uint(), {parity, half_})));
   const uint32_t lane = c_.Lane(b);
   const std::vector<uint32_t> words = c_.ToWords(b, value, x.type);
   for (uint32_t w = 0; w < x.words; ++w) Store(b, b.Add(x.base, b.Add(b.U(w * c_.S), lane)), words[w]);
@@ -121,7 +151,7 @@ ChunkSync::Exchange ChunkSync::Publish(Builder& b, uint32_t value) {
   const uint32_t ballot = b.Emit(Op::OpGroupNonUniformBallot, t.Vector(t.Uint(), 4), {b.U(kScopeSubgroup), c_.True()});
   const uint32_t active = b.Emit(Op::OpCompositeExtract, t.Uint(), {ballot, 0}), own = b.Add(masks, Chunk(b));
   Elected(b, [&] { Store(b, own, active); });
-  x.complete = Meet(b, x.turn);
+  x.complete = Meet(b, x.turn, "exchange");
   for (uint32_t j = 0; j < C; ++j) x.activeWords.push_back(Load(b, b.Add(masks, b.U(j))));
   return x;
 }
@@ -164,6 +194,7 @@ void ChunkSync::WrapEntryPoints() {
     c_.m.functions.push_back(std::move(wrapper));
     ir::Function& f = c_.m.functions.back();
     Builder b(c_.C(), f, 0, 1);
+    c_.current = "the end of entry point %" + std::to_string(body);
     const uint32_t total = b.Add(b.Mul(b.U(c_.SubgroupsPerWorkgroup()), stride_), b.U(1 + c_.LavapipeSubgroupsPerWorkgroup()));
     b.Loop(LoadBuiltin(b, spv::BuiltIn::LocalInvocationIndex), total, b.U(c_.invocations),
            [&](uint32_t word) { Store(b, word, b.U(0)); });
@@ -186,7 +217,7 @@ void ChunkSync::WrapEntryPoints() {
 void ChunkSync::Finish() {
   TypeManager& t = T();
   const uint32_t C = c_.Chunks();
-  const uint32_t half = std::max<uint32_t>(exchangeWords_, 1) * c_.S, stride = 1 + 3 * C + 2 * half;
+  const uint32_t half = std::max<uint32_t>(exchangeWords_, 1) * c_.S, stride = 1 + 5 * C + 2 * half;
   t.AddGlobal(ir::Instruction(Op::OpConstant, t.Uint(), stride_, {stride}));
   t.AddGlobal(ir::Instruction(Op::OpConstant, t.Uint(), half_, {half}));
   if (!used_) return;

@@ -12,6 +12,8 @@
 //    larger one is S / N consecutive lavapipe subgroups ("chunks").
 //  * ChunkSync (rewrite_chunks.cpp): how the chunks of a larger virtual subgroup meet
 //    and exchange values without workgroup barriers in divergent control flow.
+//  * FaultReport (rewrite_faults.cpp): the records the rewritten code leaves when it
+//    finds a fault (rewrite.h's faults), through a device address the layer gave.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +60,8 @@ class Core {
   bool Chunked() const { return S > N; }
   uint32_t Chunks() const { return Chunked() ? S / N : 1; }
   class ChunkSync* chunks = nullptr;  // set when Chunked()
+  class FaultReport* faults = nullptr;
+  std::string current;  // the instruction being rewritten ("OpFoo %12"), for fault sites
   void RequireCapability(spv::Capability capability);
   uint32_t True();
 
@@ -75,8 +79,11 @@ class Core {
   // used by one virtual subgroup at a time between subgroup barriers (every invocation of
   // a subgroup reaches a matrix operation: SPV_KHR_cooperative_matrix's uniform control flow).
   void Require(uint32_t words) { scratchWords_ = std::max(scratchWords_, words); }
-  // Returns a bool id: whether the whole subgroup met (false only where chunks never came).
-  uint32_t SubgroupBarrier(Builder& b);
+  // Returns a bool id: whether the whole subgroup met at this barrier (false where chunks
+  // never came or came to another operation: a fault); `what` names the barrier's site.
+  uint32_t SubgroupBarrier(Builder& b, const char* what = "barrier");
+  // if (condition) body(), as a structured selection.
+  void If(Builder& b, uint32_t condition, const std::function<void()>& body);
   uint32_t RegionBase(Builder& b);
   uint32_t WordPointer(Builder& b, uint32_t base, uint32_t offset);
   void StoreWord(Builder& b, uint32_t base, uint32_t offset, uint32_t word);
@@ -107,6 +114,26 @@ class Core {
   std::optional<Context> context_;
   uint32_t scratchVar_ = 0, wordsPerSubgroup_ = 0, scratchWords_ = 0;
   uint32_t true_ = 0;
+};
+
+class FaultReport {
+ public:
+  explicit FaultReport(Core& core) : c_(core) {}
+  // A new fault site: `what` at the instruction being rewritten (RewriteResult::sites).
+  uint32_t Site(const std::string& what);
+  // Appends a record of fault `kind` (a uint id, faults::Kind) at `site` with `detail`
+  // (a uint id) for the invocation that runs it. Nothing where no address was given.
+  void Report(Builder& b, uint32_t kind, uint32_t site, uint32_t detail);
+  // The capabilities and addressing model the records' pointers need.
+  void Finish();
+
+ private:
+  uint32_t WordPointer(Builder& b, uint32_t word);  // a PhysicalStorageBuffer pointer to word `word`
+  uint32_t Scope();  // of the records' atomics
+
+  Core& c_;
+  uint32_t base_ = 0;  // the buffer's address, a 64-bit constant
+  bool used_ = false;
 };
 
 // A cooperative matrix type after the rewrite: an array of `length` elements.
@@ -170,8 +197,11 @@ class MatrixRewrite {
   uint32_t ComponentBits(Builder& b, uint32_t value);
   uint32_t ComponentFromBits(Builder& b, uint32_t word, uint32_t component);
   void LoadOrStore(Builder& b, const ir::Instruction& inst, bool store);
-  void Scatter(Builder& b, uint32_t base, uint32_t offset, uint32_t value, const Matrix& matrix, bool transpose = false,
-               const std::function<uint32_t(uint32_t)>& convert = nullptr);
+  std::vector<uint32_t> StoredElements(Builder& b, uint32_t object, const Matrix& matrix);
+  // Returns a bool id: whether the subgroup met where the replicas were compared (true
+  // when the layout has none).
+  uint32_t Scatter(Builder& b, uint32_t base, uint32_t offset, uint32_t value, const Matrix& matrix, bool transpose = false,
+                   const std::function<uint32_t(uint32_t)>& convert = nullptr);
   uint32_t ToResultType(Builder& b, uint32_t value, uint32_t to, bool isSigned);
   void NoContraction(uint32_t id);
   void MulAdd(Builder& b, const ir::Instruction& inst);
@@ -212,8 +242,10 @@ class ChunkSync {
   // (read before Meet; every chunk of a subgroup counts its meetings alike), then Meet,
   // which returns a bool id, whether all came.
   uint32_t Turn(Builder& b);
-  uint32_t Meet(Builder& b, uint32_t turn);
-  uint32_t Meet(Builder& b) { return Meet(b, Turn(b)); }
+  // Every chunk records the meeting's site (`what` at the instruction being rewritten):
+  // chunks that met at different sites, or a wait in vain, make a fault and `false`.
+  uint32_t Meet(Builder& b, uint32_t turn, const char* what);
+  uint32_t Meet(Builder& b, const char* what) { return Meet(b, Turn(b), what); }
   // The app's OpControlBarrier of Workgroup execution scope, over every chunk.
   void WorkgroupBarrier(Builder& b, const ir::Instruction& barrier);
   // An exchange of `value`: every active invocation publishes it in the half of its

@@ -41,6 +41,13 @@ bool KeepsMatrices(Op op) {
   }
 }
 
+// Whether every one of `meetings` (bool ids) was whole.
+uint32_t AllOf(Builder& b, const std::vector<uint32_t>& meetings) {
+  uint32_t all = meetings.front();
+  for (size_t i = 1; i < meetings.size(); ++i) all = b.Emit(Op::OpLogicalAnd, b.types().Bool(), {all, meetings[i]});
+  return all;
+}
+
 }  // namespace
 
 // Every OpTypeCooperativeMatrixKHR becomes, under the same id, an array of its
@@ -213,6 +220,7 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
   const uint32_t scalarPointer = vector ? T().Pointer(static_cast<spv::StorageClass>(pointerType->Operand(0)), scalar) : chain.typeId;
 
   const auto coords = Coordinates(b, matrix);
+  const std::vector<uint32_t> stored = store ? StoredElements(b, object, matrix) : std::vector<uint32_t>{};
   std::vector<uint32_t> elements;
   for (uint32_t e = 0; e < matrix.length; ++e) {
     const auto [row, col] = coords[e];
@@ -227,7 +235,7 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
     // Where the component sits in its scalar (bits), when several share one.
     const uint32_t shift = perScalar == 1 ? 0 : b.Mul(b.Mod(unit, b.U(perScalar)), b.U(componentBits));
     if (store) {
-      uint32_t value = b.Emit(Op::OpCompositeExtract, component, {object, e});
+      uint32_t value = stored[e];
       if (perScalar == 1) {
         value = c_.Reinterpret(b, value, scalar);
         b.EmitVoid(Op::OpStore, {at, value});
@@ -254,23 +262,70 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
   if (!store) b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
 }
 
+// The elements a store writes: the matrix's own, or, where its layout has replicas, the
+// words Scatter left after comparing them (a real device stores one of the copies, so
+// copies that disagree must not pass because the last one written was right).
+std::vector<uint32_t> MatrixRewrite::StoredElements(Builder& b, uint32_t object, const Matrix& matrix) {
+  const uint32_t component = matrix.info.componentType;
+  std::vector<uint32_t> elements;
+  if (matrix.layout->Replicas() == 1) {
+    for (uint32_t e = 0; e < matrix.length; ++e) elements.push_back(b.Emit(Op::OpCompositeExtract, component, {object, e}));
+    return elements;
+  }
+  c_.Require(matrix.rows * matrix.cols);
+  std::vector<uint32_t> meetings;
+  meetings.push_back(c_.SubgroupBarrier(b, "before a store's replicas are written"));
+  const uint32_t base = c_.RegionBase(b);
+  meetings.push_back(Scatter(b, base, 0, object, matrix));
+  meetings.push_back(c_.SubgroupBarrier(b, "after a store's replicas are compared"));
+  const uint32_t met = AllOf(b, meetings);
+  const auto coords = Coordinates(b, matrix);
+  for (uint32_t e = 0; e < matrix.length; ++e) {
+    const uint32_t word = c_.LoadWord(b, base, b.Add(b.Mul(coords[e].first, b.U(matrix.cols)), coords[e].second));
+    elements.push_back(c_.FromWord(b, b.Emit(Op::OpSelect, T().Uint(), {met, word, b.U(~0u)}), component));
+  }
+  return elements;
+}
+
 // Writes every element of `value` to its (row, col) of a rows x cols row-major
-// block at `offset` words into the region (replicas write the same word).
-void MatrixRewrite::Scatter(Builder& b, uint32_t base, uint32_t offset, uint32_t value, const Matrix& matrix, bool transpose,
-                            const std::function<uint32_t(uint32_t)>& convert) {
+// block at `offset` words into the region. Where the layout gives an element to
+// several invocations, the copies must agree bit for bit (a driver may store or
+// multiply from any of them): after a meeting each copy is compared with the word
+// stored, and one that differs is a fault and leaves the word all ones.
+uint32_t MatrixRewrite::Scatter(Builder& b, uint32_t base, uint32_t offset, uint32_t value, const Matrix& matrix, bool transpose,
+                                const std::function<uint32_t(uint32_t)>& convert) {
+  TypeManager& t = T();
   const auto coords = Coordinates(b, matrix);
   const uint32_t width = transpose ? matrix.rows : matrix.cols;
+  std::vector<std::pair<uint32_t, uint32_t>> written;  // (word offset, word) per element
   for (uint32_t e = 0; e < matrix.length; ++e) {
     uint32_t element = b.Emit(Op::OpCompositeExtract, matrix.info.componentType, {value, e});
     uint32_t type = matrix.info.componentType;
     if (convert) {
       element = convert(element);
-      type = T().TypeOf(element);
+      type = t.TypeOf(element);
     }
     const auto [row, col] = coords[e];
-    const uint32_t at = transpose ? b.Add(b.Mul(col, b.U(width)), row) : b.Add(b.Mul(row, b.U(width)), col);
-    c_.StoreWord(b, base, b.Add(b.U(offset), at), c_.ToWords(b, element, type)[0]);
+    const uint32_t at = b.Add(b.U(offset), transpose ? b.Add(b.Mul(col, b.U(width)), row) : b.Add(b.Mul(row, b.U(width)), col));
+    written.emplace_back(at, c_.ToWords(b, element, type)[0]);
+    c_.StoreWord(b, base, at, written.back().second);
   }
+  if (matrix.layout->Replicas() == 1) return c_.True();
+  const uint32_t met = c_.SubgroupBarrier(b, "replicas written");
+  const uint32_t site = c_.faults->Site("replicas compared");
+  uint32_t differs = b.Emit(Op::OpLogicalNot, t.Bool(), {c_.True()}), first = b.U(0);
+  for (uint32_t e = 0; e < matrix.length; ++e) {
+    const auto [at, word] = written[e];
+    const uint32_t unlike = b.Emit(Op::OpINotEqual, t.Bool(), {c_.LoadWord(b, base, at), word});
+    b.Emit(Op::OpAtomicOr, t.Uint(), {c_.WordPointer(b, base, at), b.U(kScopeWorkgroup), b.U(0),
+                                      b.Emit(Op::OpSelect, t.Uint(), {unlike, b.U(~0u), b.U(0)})});
+    first = b.Emit(Op::OpSelect, t.Uint(), {differs, first, b.Emit(Op::OpSelect, t.Uint(), {unlike, b.U(e), first})});
+    differs = b.Emit(Op::OpLogicalOr, t.Bool(), {differs, unlike});
+  }
+  c_.If(b, differs, [&] {
+    c_.faults->Report(b, b.U(faults::kReplicasDisagree), site, b.Or(b.ShiftLeft(c_.Lane(b), b.U(16)), first));
+  });
+  return met;
 }
 
 // Converts a scalar to the MulAdd's Result component type.
@@ -308,11 +363,15 @@ void MatrixRewrite::MulAdd(Builder& b, const ir::Instruction& inst) {
   const bool cSigned = signedBit(spv::CooperativeMatrixOperandsMask::MatrixCSignedComponentsKHR);
   c_.Require(M * K + K * N);
 
-  c_.SubgroupBarrier(b);
+  // Each meeting must have been whole: otherwise the region holds another operation's
+  // words, and the result is poison (the fault is recorded where the meeting failed).
+  std::vector<uint32_t> meetings;
+  meetings.push_back(c_.SubgroupBarrier(b, "before A and B are written"));
   const uint32_t base = c_.RegionBase(b);
-  Scatter(b, base, 0, inst.Operand(0), a);
-  Scatter(b, base, M * K, inst.Operand(1), bm);
-  c_.SubgroupBarrier(b);
+  meetings.push_back(Scatter(b, base, 0, inst.Operand(0), a));
+  meetings.push_back(Scatter(b, base, M * K, inst.Operand(1), bm));
+  meetings.push_back(c_.SubgroupBarrier(b, "after A and B are written"));
+  const uint32_t met = AllOf(b, meetings);
 
   const uint32_t resultType = r.info.componentType;
   // bfloat16 and fp8 have no arithmetic: their accumulators sum in binary32, rounded to
@@ -357,7 +416,7 @@ void MatrixRewrite::MulAdd(Builder& b, const ir::Instruction& inst) {
   for (uint32_t e = 0; e < r.length; ++e) {
     uint32_t acc = b.Emit(Op::OpLoad, sumType, {sums[e]});
     if (resultFormat) acc = c_.FromWord(b, encoded_.Encode(b, acc, *resultFormat, false), resultType);
-    elements.push_back(acc);
+    elements.push_back(b.Emit(Op::OpSelect, resultType, {met, acc, Loud(resultType)}));
   }
   b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
 }
@@ -405,18 +464,22 @@ void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
   };
   if (source && !source->layout->SameMap(*r.layout)) {
     c_.Require(r.rows * r.cols);
-    c_.SubgroupBarrier(b);
+    std::vector<uint32_t> meetings;
+    meetings.push_back(c_.SubgroupBarrier(b, "before the relayout"));
     const uint32_t base = c_.RegionBase(b);
-    Scatter(b, base, 0, inst.Operand(0), *source, false, [&](uint32_t element) {
+    meetings.push_back(Scatter(b, base, 0, inst.Operand(0), *source, false, [&](uint32_t element) {
       const uint32_t converted = compute({element});
       decorate(converted);
       return converted;
-    });
-    c_.SubgroupBarrier(b);
+    }));
+    meetings.push_back(c_.SubgroupBarrier(b, "after the relayout's writes"));
+    const uint32_t met = AllOf(b, meetings);
     std::vector<uint32_t> elements;
     const auto coords = Coordinates(b, r);
-    for (uint32_t e = 0; e < r.length; ++e)
-      elements.push_back(c_.FromWord(b, c_.LoadWord(b, base, b.Add(b.Mul(coords[e].first, b.U(r.cols)), coords[e].second)), component));
+    for (uint32_t e = 0; e < r.length; ++e) {
+      const uint32_t word = c_.LoadWord(b, base, b.Add(b.Mul(coords[e].first, b.U(r.cols)), coords[e].second));
+      elements.push_back(c_.FromWord(b, b.Emit(Op::OpSelect, T().Uint(), {met, word, b.U(~0u)}), component));
+    }
     b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
     return;
   }

@@ -524,7 +524,7 @@ void SubgroupModel::Barrier(Builder& b, const ir::Instruction& inst) {
   if (!scope) Fail(Describe(inst) + ": its execution scope is not constant");
   if (*scope == kScopeWorkgroup) return c_.chunks->WorkgroupBarrier(b, inst);
   if (*scope != kScopeSubgroup) Fail(Describe(inst) + ": execution scope " + std::to_string(*scope) + " is not modelled");
-  if (c_.Chunked()) c_.chunks->Meet(b);
+  if (c_.Chunked()) c_.chunks->Meet(b, "subgroup barrier");
   b.EmitVoid(Op::OpMemoryBarrier, {inst.Operand(1), inst.Operand(2)});
 }
 

@@ -86,6 +86,14 @@ const Stack& Open(bool virtualDevice) {
   return s;
 }
 
+// The virtual device's `fault` lines so far (fault_buffer.h).
+std::vector<std::string> FaultLines() {
+  std::vector<std::string> faults;
+  for (const std::string& line : exec::VirtualLog())
+    if (line.starts_with("fault")) faults.push_back(line);
+  return faults;
+}
+
 size_t PipelineLines() {
   const std::vector<std::string> log = exec::VirtualLog();
   return static_cast<size_t>(std::count_if(log.begin(), log.end(), exec::IsRewrittenLine));
@@ -97,13 +105,16 @@ constexpr uint32_t kSubgroupsPerGroup = 2, kGroups = 2, kMatrices = kSubgroupsPe
 
 // Runs shaders/virtual/<name>.spv with workgroups of two subgroups of `size`: through
 // the virtual device (which must log that it rewrote the pipeline) and, under the
-// control profile, on lavapipe itself too, whose output must be the same bytes.
-void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buffers) {
+// control profile, on lavapipe itself too, whose output must be the same bytes (unless
+// the shader's result is undefined: `defined` false).
+void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buffers,
+         const std::vector<cmtest::SpecConstant>& more = {}, bool defined = true) {
   INFO("shader " << name << " at subgroup size " << size);
   cmtest::ComputeJob job;
   job.spirv = cmtest::ReadSpirv(EnvOr("COOPMAT_SHADER_DIR", "") + "/virtual/" + name + ".spv");
   REQUIRE_FALSE(job.spirv.empty());
   job.specialization = {{0, kSubgroupsPerGroup * size}};
+  job.specialization.insert(job.specialization.end(), more.begin(), more.end());
   job.requiredSubgroupSize = size;
   job.groupCountX = kGroups;
   std::vector<cmtest::Bytes> native = buffers;
@@ -112,7 +123,7 @@ void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buf
   INFO("virtual device: " << r.Describe());
   REQUIRE(r);
   REQUIRE(PipelineLines() == before + 1);
-  if (!IsControl()) return;
+  if (!IsControl() || !defined) return;
   const cmtest::ComputeResult n = cmtest::RunCompute(*Open(false).device, job, native);
   INFO("lavapipe: " << n.Describe());
   REQUIRE(n);
@@ -535,4 +546,94 @@ TEST_CASE("virtual: subgroup built-ins and operations across the virtual subgrou
       }
     }
   }
+}
+
+// Review dbb465e, finding 1: chunks of a 32- or 64-lane subgroup that reach different
+// operations must not exchange values as if they had met at one. A shuffle in each branch
+// of a lane-dependent `if` names lanes of the other branch: undefined, so poison in every
+// lane at every size, and a fault wherever the two halves are different chunks. The same
+// exchange reached by every lane is defined and faultless.
+TEST_CASE("virtual: chunks at different operations are a fault", "[selfcheck][faults]") {
+  for (uint32_t size : TheProfile().subgroupSizes) {
+    const uint32_t invocations = kMatrices * size;
+    std::vector<uint32_t> in(invocations);
+    for (uint32_t i = 0; i < invocations; ++i) in[i] = i * 7 + 1;
+    const bool chunked = size > TheProfile().LavapipeSubgroupSize();
+    {
+      std::vector<cmtest::Bytes> buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 4)};
+      const size_t faultsBefore = FaultLines().size();
+      Run("divergence", size, buffers, {}, false);
+      for (uint32_t word : cmtest::FromBytes<uint32_t>(buffers[1])) CHECK(word == ~0u);
+      const std::vector<std::string> faults = FaultLines();
+      INFO("subgroup size " << size << (chunked ? ", chunks of " : ", one lavapipe subgroup of ")
+                            << TheProfile().LavapipeSubgroupSize());
+      CHECK((faults.size() > faultsBefore) == chunked);
+      for (size_t i = faultsBefore; i < faults.size(); ++i) {
+        INFO(faults[i]);
+        CHECK(faults[i].find("met at different operations at OpGroupNonUniformShuffle") != std::string::npos);
+      }
+    }
+    std::vector<cmtest::Bytes> buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 4)};
+    const size_t faultsBefore = FaultLines().size();
+    Run("divergence_uniform", size, buffers);
+    const std::vector<uint32_t> out = cmtest::FromBytes<uint32_t>(buffers[1]);
+    for (uint32_t i = 0; i < invocations; ++i) CHECK(out[i] == in[i ^ (size / 2)]);
+    CHECK(FaultLines().size() == faultsBefore);
+  }
+}
+
+// Review dbb465e, finding 2: copies of an element held by several invocations must agree
+// where a matrix is stored (or gathered for MulAdd and relayouts). The invocations below
+// `low` zero their copies; an element with copies on both sides must come out as poison,
+// with a fault, as the profile's layout (read here by the virtual device's own code)
+// predicts; the rest as zero or the input. Every copy zeroed is the control.
+TEST_CASE("virtual: replicas that disagree are a fault", "[selfcheck][faults]") {
+  size_t mixedRuns = 0;
+  for (uint32_t size : TheProfile().subgroupSizes)
+    for (const Shape& shape : ProfileShapes()) {
+      const T t = *TestType(shape.componentType);
+      if (exec::EncodedFormat(t)) continue;  // the shader is built for the arithmetic types
+      const auto layout = TheProfile().FindLayout({shape.componentType, shape.useValue, shape.rows, shape.cols, size});
+      REQUIRE(layout);
+      for (uint32_t low : {size / 2, size}) {
+        // Which side of `low` holds each element.
+        std::vector<uint8_t> sides(shape.rows * shape.cols, 0);  // bit 0: a copy below, bit 1: one at or above
+        for (uint32_t lane = 0; lane < size; ++lane)
+          for (uint32_t e = 0; e < layout->Length(); ++e) {
+            const coopmat::virt::ElementCoord at = layout->At(lane, e);
+            sides[at.row * shape.cols + at.col] |= lane < low ? 1 : 2;
+          }
+        const bool mixed = std::count(sides.begin(), sides.end(), 3) > 0;
+        mixedRuns += mixed;
+        // No zero among the values: a zeroed copy of one would agree.
+        const std::vector<Matrix> in = Random(t, shape.rows, shape.cols, 53, 1, 8);
+        std::vector<cmtest::Bytes> buffers = {exec::Pack(in), cmtest::Bytes(exec::Pack(in).size())};
+        const size_t faultsBefore = FaultLines().size();
+        Run("replicas_" + ShapeName(shape), size, buffers, {{1, low}});
+        INFO("subgroup size " << size << ", copies below lane " << low << " zeroed, replicas " << layout->Replicas());
+        const std::vector<Matrix> got = exec::Unpack(buffers[1], t, shape.rows, shape.cols, kMatrices);
+        for (uint32_t g = 0; g < kMatrices; ++g)
+          for (uint32_t r = 0; r < shape.rows; ++r)
+            for (uint32_t c = 0; c < shape.cols; ++c) {
+              INFO("matrix " << g << " (" << r << ", " << c << ")");
+              const double value = got[g].at(r, c);
+              switch (sides[r * shape.cols + c]) {
+                case 1: CHECK(value == 0); break;
+                case 2: CHECK(value == in[g].at(r, c)); break;
+                default:  // poison: all bits set
+                  if (exec::IsFloat(t)) CHECK(std::isnan(value));
+                  else CHECK(value == exec::Wrap(t, -1));
+              }
+            }
+        const std::vector<std::string> faults = FaultLines();
+        CHECK((faults.size() > faultsBefore) == mixed);
+        for (size_t i = faultsBefore; i < faults.size(); ++i) {
+          INFO(faults[i]);
+          CHECK((faults[i].find("replicas of a matrix element disagree at OpCooperativeMatrixStoreKHR") != std::string::npos ||
+                 faults[i].find("more faults past the buffer's") != std::string::npos));
+        }
+      }
+    }
+  // GFX11's A and B copies sit in both halves of its subgroups: there the check must have had something to find.
+  if (TheProfile().name.starts_with("radv-gfx11")) CHECK(mixedRuns > 0);
 }

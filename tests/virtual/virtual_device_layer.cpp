@@ -6,7 +6,9 @@
 //                                   vkCreateInstance fails, so no test passes unemulated)
 //   COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE=<n>  the size pipelines without a required one
 //                                   run (one of the profile's; default: its default)
-//   COOPMAT_VIRTUAL_LOG=<file>      append one line per compute pipeline rewritten or refused
+//   COOPMAT_VIRTUAL_LOG=<file>      append one line per compute pipeline rewritten or refused,
+//                                   and a `fault` line per fault found while work ran
+//                                   (read after the app's waits: fault_buffer.h)
 //   COOPMAT_VIRTUAL_DUMP=<folder>   write each module it gives lavapipe there (<n>.spv, in order)
 // It reports the profile's identity, subgroup sizes, KHR cooperative matrix
 // configurations and shared-memory limit; hides extensions it does not emulate; and
@@ -26,11 +28,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "fault_buffer.h"
 #include "rewrite.h"
 
 namespace {
@@ -79,6 +83,7 @@ struct DeviceData {
   uint32_t realSharedMemory = 0;  // lavapipe's own maxComputeSharedMemorySize
   uint32_t lavapipeSubgroupSize = 0;
   std::unordered_map<uint64_t, std::vector<uint32_t>> modules;  // handle -> the app's SPIR-V
+  std::unique_ptr<coopmat::virt::FaultBuffer> faults;
 };
 
 std::unordered_map<void*, InstanceData> gInstances;  // by dispatch key
@@ -447,7 +452,11 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
                                           VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV,
                                           khrEmulated ? VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR
                                                       : VK_STRUCTURE_TYPE_MAX_ENUM /* no struct */});
-  const VkResult r = create(pd, &forLavapipe, alloc, out);
+  VkResult r;
+  {
+    coopmat::virt::BufferDeviceAddressEnabled addresses(forLavapipe);  // for the fault buffer
+    r = create(pd, &forLavapipe, alloc, out);
+  }
   if (r != VK_SUCCESS) return r;
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceProperties2 real{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
@@ -461,22 +470,71 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice pd, const VkDeviceC
     *out = VK_NULL_HANDLE;
     return VK_ERROR_INITIALIZATION_FAILED;
   }
+  VkPhysicalDeviceMemoryProperties memory{};
+  Next<PFN_vkGetPhysicalDeviceMemoryProperties>(pd, "vkGetPhysicalDeviceMemoryProperties")(pd, &memory);
+  auto faults = std::make_unique<coopmat::virt::FaultBuffer>(*out, gdpa, memory);
+  // Without it a fault would only poison results: the lanes fail on this line.
+  if (!faults->Ok()) Log("fault: no fault buffer (" + faults->Error() + "): faults are not reported");
   std::lock_guard lock(gMutex);
   DeviceData& d = gDevices[Key(*out)];
   d.gdpa = gdpa;
   d.device = *out;
   d.realSharedMemory = real.properties.limits.maxComputeSharedMemorySize;
   d.lavapipeSubgroupSize = subgroup.subgroupSize;
+  d.faults = std::move(faults);
   return r;
+}
+
+// Logs the faults the device's work recorded since the last look (after the app's waits:
+// what they waited for has written its records).
+void ReportFaults(const void* deviceOrQueue) {
+  std::vector<std::string> lines;
+  {
+    std::lock_guard lock(gMutex);
+    auto it = gDevices.find(Key(deviceOrQueue));
+    if (it == gDevices.end() || !it->second.faults) return;
+    lines = it->second.faults->TakeNewFaults();
+  }
+  for (const std::string& line : lines) Log(line);
 }
 
 VKAPI_ATTR void VKAPI_CALL DestroyDevice(VkDevice device, const VkAllocationCallbacks* alloc) {
   auto destroy = NextDevice<PFN_vkDestroyDevice>(device, "vkDestroyDevice");
+  ReportFaults(device);
+  std::unique_ptr<coopmat::virt::FaultBuffer> faults;  // destroyed before the device
   {
     std::lock_guard lock(gMutex);
+    faults = std::move(gDevices[Key(device)].faults);
     gDevices.erase(Key(device));
   }
+  faults.reset();
   destroy(device, alloc);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL WaitForFences(VkDevice device, uint32_t count, const VkFence* fences, VkBool32 all, uint64_t timeout) {
+  const VkResult r = NextDevice<PFN_vkWaitForFences>(device, "vkWaitForFences")(device, count, fences, all, timeout);
+  if (r == VK_SUCCESS) ReportFaults(device);
+  return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL GetFenceStatus(VkDevice device, VkFence fence) {
+  const VkResult r = NextDevice<PFN_vkGetFenceStatus>(device, "vkGetFenceStatus")(device, fence);
+  if (r == VK_SUCCESS) ReportFaults(device);
+  return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL QueueWaitIdle(VkQueue queue) {
+  // A queue has its device's dispatch key.
+  const VkDevice device = DeviceOf(reinterpret_cast<VkDevice>(queue)).device;
+  const VkResult r = NextDevice<PFN_vkQueueWaitIdle>(device, "vkQueueWaitIdle")(queue);
+  if (r == VK_SUCCESS) ReportFaults(queue);
+  return r;
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL DeviceWaitIdle(VkDevice device) {
+  const VkResult r = NextDevice<PFN_vkDeviceWaitIdle>(device, "vkDeviceWaitIdle")(device);
+  if (r == VK_SUCCESS) ReportFaults(device);
+  return r;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShaderModuleCreateInfo* info,
@@ -523,12 +581,17 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
   const Profile& profile = TheProfile().profile;
   VkComputePipelineCreateInfo info = original;
   std::vector<uint32_t> words;
-  uint32_t sharedLimit = 0, lavapipeSize = 0;
+  uint32_t sharedLimit = 0, lavapipeSize = 0, number = 0;
+  uint64_t faultAddress = 0;
   {
     std::lock_guard lock(gMutex);
     DeviceData& d = gDevices[Key(device)];
     sharedLimit = d.realSharedMemory;
     lavapipeSize = d.lavapipeSubgroupSize;
+    if (d.faults && d.faults->Ok()) {
+      faultAddress = d.faults->Address();
+      number = d.faults->NewPipeline();
+    }
     if (info.stage.module != VK_NULL_HANDLE) {
       auto it = d.modules.find(reinterpret_cast<uint64_t>(info.stage.module));
       if (it != d.modules.end()) words = it->second;
@@ -557,8 +620,14 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
   }
   request.sharedMemoryLimit = sharedLimit;
   request.lavapipeSubgroupSize = lavapipeSize;
-  const coopmat::virt::RewriteResult rewritten = coopmat::virt::RewriteForProfile(words, profile, request);
+  request.faultAddress = faultAddress;
+  request.pipeline = number;
+  coopmat::virt::RewriteResult rewritten = coopmat::virt::RewriteForProfile(words, profile, request);
   const std::string where = "profile=" + profile.name + " subgroup=" + std::to_string(request.subgroupSize);
+  if (faultAddress) {
+    std::lock_guard lock(gMutex);
+    gDevices[Key(device)].faults->Describe(number, where, std::move(rewritten.sites));
+  }
   if (!rewritten.ok) {
     Log("refused " + where + ": " + rewritten.error);
     return VK_ERROR_UNKNOWN;
@@ -583,7 +652,7 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
     r = NextDevice<PFN_vkCreateComputePipelines>(device, "vkCreateComputePipelines")(device, cache, 1, &info, alloc, out);
   }
   NextDevice<PFN_vkDestroyShaderModule>(device, "vkDestroyShaderModule")(device, module, nullptr);
-  Log((r == VK_SUCCESS ? "pipeline " : "lavapipe failed (" + std::to_string(r) + ") ") + where +
+  Log((r == VK_SUCCESS ? "pipeline " : "lavapipe failed (" + std::to_string(r) + ") ") + where + " number=#" + std::to_string(number) +
       " matrix_ops=" + std::to_string(rewritten.matrixOps) + " subgroup_ops=" + std::to_string(rewritten.subgroupOps) +
       " lavapipe_subgroup_ops=" + std::to_string(rewritten.lavapipeSubgroupOps) +
       " scratch_bytes=" + std::to_string(rewritten.scratchBytes) +
@@ -608,6 +677,10 @@ PFN_vkVoidFunction DeviceFunction(const char* name) {
       {"vkCreateShaderModule", reinterpret_cast<PFN_vkVoidFunction>(&CreateShaderModule)},
       {"vkDestroyShaderModule", reinterpret_cast<PFN_vkVoidFunction>(&DestroyShaderModule)},
       {"vkCreateComputePipelines", reinterpret_cast<PFN_vkVoidFunction>(&CreateComputePipelines)},
+      {"vkWaitForFences", reinterpret_cast<PFN_vkVoidFunction>(&WaitForFences)},
+      {"vkGetFenceStatus", reinterpret_cast<PFN_vkVoidFunction>(&GetFenceStatus)},
+      {"vkQueueWaitIdle", reinterpret_cast<PFN_vkVoidFunction>(&QueueWaitIdle)},
+      {"vkDeviceWaitIdle", reinterpret_cast<PFN_vkVoidFunction>(&DeviceWaitIdle)},
   };
   for (auto& e : table)
     if (std::strcmp(e.name, name) == 0) return e.fn;
