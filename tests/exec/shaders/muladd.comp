@@ -1,6 +1,6 @@
 #version 450
 // D = A * B + C with coopMatMulAdd: A is M x K (AT), B is K x N (AT), C and D are
-// M x N (CT). Bindings: 0 A source, 1 B (AT, row-major K x N), 2 C (CT, row-major),
+// M x N (CT). Bindings: 0 A source, 1 B (BT, by default AT; row-major K x N), 2 C (CT, row-major),
 // 3 D output (CT, row-major).
 //   KHR_ONLY:        plain KHR; A is loaded directly (AT, row-major M x K). Checks the harness.
 //   A_FROM_ACC:      A is loaded as an accumulator (CT, M x K) and converted with a
@@ -9,8 +9,13 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 
+// B's component type: AT unless a variant mixes them (u8 x s8, e4m3 x e5m2).
+#ifndef BT
+#define BT AT
+#endif
+
 layout(set = 0, binding = 0) readonly buffer InA { ET src_a[]; };
-layout(set = 0, binding = 1) readonly buffer InB { AT src_b[]; };
+layout(set = 0, binding = 1) readonly buffer InB { BT src_b[]; };
 layout(set = 0, binding = 2) readonly buffer InC { CT src_c[]; };
 layout(set = 0, binding = 3) writeonly buffer Out { CT dst[]; };
 
@@ -28,7 +33,7 @@ void main() {
 #else
   coopMatLoad(a, src_a, g * M * K, K, gl_CooperativeMatrixLayoutRowMajor);
 #endif
-  coopmat<AT, gl_ScopeSubgroup, K, N, gl_MatrixUseB> b;
+  coopmat<BT, gl_ScopeSubgroup, K, N, gl_MatrixUseB> b;
   coopmat<CT, gl_ScopeSubgroup, M, N, gl_MatrixUseAccumulator> c;
   coopMatLoad(b, src_b, g * K * N, N, gl_CooperativeMatrixLayoutRowMajor);
   coopMatLoad(c, src_c, g * M * N, N, gl_CooperativeMatrixLayoutRowMajor);
