@@ -219,6 +219,15 @@ ProfileResult ReadConfiguredProfile() {
     return result;
   }
   ProfileResult result = ReadProfileFile(path);
+  if (const char* lanes = std::getenv("COOPMAT_VIRTUAL_CHUNK_LANES"); result.ok && lanes && *lanes) {
+    uint32_t value = 0;
+    if (!Number(lanes, value) || (value != 8 && value != Profile::kLavapipeMostLanes)) {
+      result.ok = false;
+      result.error = std::string("COOPMAT_VIRTUAL_CHUNK_LANES=") + lanes + ": 8 or 16";
+      return result;
+    }
+    result.profile.chunkLanes = value;
+  }
   const char* size = std::getenv("COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE");
   if (!result.ok || !size || !*size) return result;
   uint32_t value = 0;

@@ -70,8 +70,13 @@ struct Profile {
   // the largest of the profile's, up to 16. Lavapipe executes at most 16 invocations in
   // step (Mesa's LP_MAX_VECTOR_WIDTH, 512 bits): at 1024 and 2048 bits it reports 32 and
   // 64 lanes but runs its subgroups 16 at a time (docs/design.md, "Virtual device").
-  uint32_t LavapipeSubgroupSize() const { return std::min<uint32_t>(subgroupSizes.back(), kLavapipeMostLanes); }
+  uint32_t LavapipeSubgroupSize() const { return std::min<uint32_t>(subgroupSizes.back(), chunkLanes); }
   static constexpr uint32_t kLavapipeMostLanes = 16;
+  // The most lanes lavapipe runs in step here: 16, or 8 (COOPMAT_VIRTUAL_CHUNK_LANES=8), so
+  // that 16- and 32-lane subgroups are chunks too and a write read by another lane of the
+  // subgroup without a barrier between them is seen stale wherever the reader's chunk
+  // runs first (docs/design.md, "What it still cannot catch").
+  uint32_t chunkLanes = kLavapipeMostLanes;
   // Whether a matrix configuration has this VkComponentTypeKHR as A, B, C or Result.
   bool ListsComponentType(uint32_t type) const;
 };
@@ -89,7 +94,8 @@ ProfileResult ParseProfile(std::string_view text);
 ProfileResult ReadProfileFile(const std::string& path);
 // The profile the virtual device runs: the file COOPMAT_VIRTUAL_PROFILE names, with
 // COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE (one of its sizes), when set, as the size of
-// pipelines that require none (a lane of a two-size profile runs the other size's code so).
+// pipelines that require none (a lane of a two-size profile runs the other size's code so),
+// and COOPMAT_VIRTUAL_CHUNK_LANES (8 or 16) as Profile::chunkLanes.
 ProfileResult ReadConfiguredProfile();
 
 }  // namespace coopmat::virt

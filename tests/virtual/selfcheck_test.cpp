@@ -642,3 +642,30 @@ TEST_CASE("virtual: replicas that disagree are a fault", "[selfcheck][faults]") 
   // GFX11's A and B copies sit in both halves of its subgroups: there the check must have had something to find.
   if (TheProfile().name.starts_with("radv-gfx11")) CHECK(mixedRuns > 0);
 }
+
+// Review dbb465e #3: a Workgroup-memory write read by another lane of the subgroup needs a
+// barrier between them. The virtual device runs a lavapipe subgroup's lanes in step, so the
+// race shows only across chunks: a lane reading a word its partner `x` lanes away wrote
+// reads a stale word where the partner's chunk has not run yet (some lane of every subgroup
+// of two chunks or more), and the right word with the barrier in place.
+TEST_CASE("virtual: a missing subgroup barrier reads stale words across chunks", "[selfcheck][faults]") {
+  for (uint32_t size : TheProfile().subgroupSizes) {
+    const uint32_t chunk = std::min(size, TheProfile().LavapipeSubgroupSize());
+    if (size == chunk) continue;  // one lavapipe subgroup: lanes in step, nothing to see
+    const uint32_t invocations = kMatrices * size, x = chunk;
+    std::vector<uint32_t> in(invocations);
+    for (uint32_t i = 0; i < invocations; ++i) in[i] = i * 7 + 1;
+    auto want = [&](uint32_t i) { return in[(i & ~(size - 1)) | ((i % size) ^ x)]; };
+    INFO("subgroup size " << size << ", chunks of " << chunk << ", partner " << x << " lanes away");
+    std::vector<cmtest::Bytes> buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 4)};
+    Run("barrier_missing", size, buffers, {{1, x}}, false);
+    std::vector<uint32_t> out = cmtest::FromBytes<uint32_t>(buffers[1]);
+    uint32_t stale = 0;
+    for (uint32_t i = 0; i < invocations; ++i) stale += out[i] != want(i);
+    CHECK(stale > 0);
+    buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 4)};
+    Run("barrier_placed", size, buffers, {{1, x}});
+    out = cmtest::FromBytes<uint32_t>(buffers[1]);
+    for (uint32_t i = 0; i < invocations; ++i) CHECK(out[i] == want(i));
+  }
+}
