@@ -57,6 +57,9 @@ def main():
     log = open(os.path.join(scratch, "virtual.log")).read() if os.path.exists(os.path.join(scratch, "virtual.log")) else ""
     if "pipeline profile=" not in log:
         problems.append("the virtual device rewrote no pipeline: the probe did not run on it")
+    faults = [l for l in log.splitlines() if l.startswith("fault")]  # fault_buffer.h: never in a correct program
+    if faults:
+        problems.append("the virtual device found faults in the probe's pipelines:\n  " + "\n  ".join(faults[:20]))
     if problems:
         sys.exit("\n".join(problems) + "\n--- coopmat-info:\n" + run.stdout)
     print(f"{len(probed)} layouts probed, all equal to the profile's; {log.count('pipeline profile=')} pipelines rewritten")

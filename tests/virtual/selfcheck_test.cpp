@@ -107,8 +107,10 @@ constexpr uint32_t kSubgroupsPerGroup = 2, kGroups = 2, kMatrices = kSubgroupsPe
 // the virtual device (which must log that it rewrote the pipeline) and, under the
 // control profile, on lavapipe itself too, whose output must be the same bytes (unless
 // the shader's result is undefined: `defined` false).
+// A correct program never makes a fault: a new `fault` line fails the run unless the case
+// expects faults (`faultsExpected`) and checks them itself.
 void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buffers,
-         const std::vector<cmtest::SpecConstant>& more = {}, bool defined = true) {
+         const std::vector<cmtest::SpecConstant>& more = {}, bool defined = true, bool faultsExpected = false) {
   INFO("shader " << name << " at subgroup size " << size);
   cmtest::ComputeJob job;
   job.spirv = cmtest::ReadSpirv(EnvOr("COOPMAT_SHADER_DIR", "") + "/virtual/" + name + ".spv");
@@ -118,11 +120,12 @@ void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buf
   job.requiredSubgroupSize = size;
   job.groupCountX = kGroups;
   std::vector<cmtest::Bytes> native = buffers;
-  const size_t before = PipelineLines();
+  const size_t before = PipelineLines(), faultsBefore = FaultLines().size();
   const cmtest::ComputeResult r = cmtest::RunCompute(*Open(true).device, job, buffers);
   INFO("virtual device: " << r.Describe());
   REQUIRE(r);
   REQUIRE(PipelineLines() == before + 1);
+  if (!faultsExpected) CHECK(FaultLines().size() == faultsBefore);
   if (!IsControl() || !defined) return;
   const cmtest::ComputeResult n = cmtest::RunCompute(*Open(false).device, job, native);
   INFO("lavapipe: " << n.Describe());
@@ -567,7 +570,7 @@ TEST_CASE("virtual: chunks at different operations are a fault", "[selfcheck][fa
     {
       std::vector<cmtest::Bytes> buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 4)};
       const size_t faultsBefore = FaultLines().size();
-      Run("divergence", size, buffers, {}, false);
+      Run("divergence", size, buffers, {}, false, true);
       for (uint32_t word : cmtest::FromBytes<uint32_t>(buffers[1])) CHECK(word == ~0u);
       const std::vector<std::string> faults = FaultLines();
       INFO("subgroup size " << size << (chunked ? ", chunks of " : ", one lavapipe subgroup of ")
@@ -614,7 +617,7 @@ TEST_CASE("virtual: replicas that disagree are a fault", "[selfcheck][faults]") 
         const std::vector<Matrix> in = Random(t, shape.rows, shape.cols, 53, 1, 8);
         std::vector<cmtest::Bytes> buffers = {exec::Pack(in), cmtest::Bytes(exec::Pack(in).size())};
         const size_t faultsBefore = FaultLines().size();
-        Run("replicas_" + ShapeName(shape), size, buffers, {{1, low}});
+        Run("replicas_" + ShapeName(shape), size, buffers, {{1, low}}, true, mixed);
         INFO("subgroup size " << size << ", copies below lane " << low << " zeroed, replicas " << layout->Replicas());
         const std::vector<Matrix> got = exec::Unpack(buffers[1], t, shape.rows, shape.cols, kMatrices);
         for (uint32_t g = 0; g < kMatrices; ++g)
