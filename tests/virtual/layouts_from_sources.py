@@ -5,9 +5,10 @@ Every formula below is typed from its public source, independently of the produc
 built-in tables (passes/layout_builtin.cpp) and of the profiles' lines:
   * RADV GFX11/GFX12: Mesa's radv_nir_lower_cooperative_matrix.c as ../shared/reference/
     layouts.md sections 3.1 and 4.1 transcribe it;
-  * NVIDIA: NVK's compiler, Mesa's nak_nir_lower_cmat.c (26.1-26.3): the PTX ISA's mma
-    fragments, and a 16-wide B or accumulator as two n8 tiles one after the other, the
-    split lower_cmat_muladd makes (the proprietary driver's order is not public);
+  * NVIDIA: NVK's compiler, Mesa's nak_nir_lower_cmat.c (26.1-26.3): compute_mat, the PTX
+    ISA's mma fragments generalized over every shape NVK lists, and a 16-wide B or
+    accumulator as two n8 tiles one after the other, the split lower_cmat_muladd makes
+    (the proprietary driver's order is not public);
   * CDNA3: AMD's matrix instruction calculator for v_mfma_f32_16x16x16_f16, element index =
     register slot (layouts.md sections 5.2, 5.3);
   * lavapipe: lvp_nir_lower_cooperative_matrix.c as measured (lavapipe.md section 3);
@@ -52,22 +53,20 @@ def radv_gfx12(use, bits, rows, cols, size, L, e):
 
 
 def nvidia_mma(use, bits, rows, cols, size, L, e):
+    # nak_nir_lower_cmat.c compute_mat (Mesa 26.1): the PTX mma fragments, generalized. g is
+    # the elements a lane holds side by side along K (4 for 8-bit A and B, else 2: 16-bit A
+    # and B and every accumulator); quad = L / 4 picks the M (A, C) or N (B) coordinate,
+    # L % 4 the group along K (A, B) or N (C). Element bits: e & (g - 1) within the group,
+    # then for A and C "row_bound" g adds 8 to M and "col_bound" 2g adds 4g to K or N; for
+    # B 2g adds 8 to N and g adds 4g to K. A 16-wide B or C is thus two n8 tiles, elements
+    # of the first tile first (the split lower_cmat_muladd makes); NAK's address is
+    # row * stride + col with row and col swapped for B, so B's "row" is N, its "col" K.
     q, t = L >> 2, L & 3
-    if bits == 8 and use == "A":  # m16n8k32 A, 16 x 32
-        return (q + 8 * ((e >> 2) & 1), 4 * t + (e & 3) + 16 * (e >> 3))
-    if bits == 8 and use == "B" and cols == 8:  # m16n8k32 B, 32 x 8
-        return (4 * t + (e & 3) + 16 * (e >> 2), q)
-    if bits == 8 and use == "B":  # 32 x 16: two 32 x 8 tiles, elements 0-7 the first
-        return (4 * t + (e & 3) + 16 * ((e >> 2) & 1), q + 8 * (e >> 3))
-    if use == "A":  # m16n8k16 A, 16 x 16
-        return (q + 8 * ((e >> 1) & 1), 2 * t + (e & 1) + 8 * (e >> 2))
-    if use == "B" and cols == 8:  # m16n8k16 B, 16 x 8
-        return (2 * t + (e & 1) + 8 * (e >> 1), q)
-    if use == "B":  # 16 x 16: two n8 tiles
-        return (2 * t + (e & 1) + 8 * ((e >> 1) & 1), q + 8 * (e >> 2))
-    if cols == 8:  # C/D 16 x 8
-        return (q + 8 * (e >> 1), 2 * t + (e & 1))
-    return (q + 8 * ((e >> 1) & 1), 2 * t + (e & 1) + 8 * (e >> 2))  # C/D 16 x 16: two n8 tiles
+    g = 4 if bits == 8 and use in ("A", "B") else 2
+    row_bound, col_bound = (2 * g, g) if use == "B" else (g, 2 * g)
+    major = q + (8 if e & row_bound else 0)
+    minor = t * g + (e & (g - 1)) + (4 * g if e & col_bound else 0)
+    return (minor, major) if use == "B" else (major, minor)
 
 
 def cdna3_mfma(use, bits, rows, cols, size, L, e):
