@@ -225,9 +225,10 @@ std::string RunGla(const Env& env, const Gla& k, const std::string& targetEnv) {
   // lanes (layouts that differ: the moves cross lanes) and the portable path hold it to the exact one.
   const bool inLaneRoundTrip = RoundTripInLane(env, k.type);
   const std::vector<double>* sReference = &wantS;
-  // The split must be visible: O and S' nearer (root mean square) the exact result than the
-  // hi-only one by a wide margin. A kernel that drops its lo parts lands on the hi-only result,
-  // whatever the tolerances say.
+  // The split must be visible, whatever the tolerances say: O and S' nearer (root mean square)
+  // the exact result than the hi-only one by a factor of 8. A kernel that drops its lo parts
+  // lands on the hi-only result (GFX11, bf16), or near it where lavapipe leaves some hi parts
+  // unrounded (f16 O on lavapipe and GFX12: 1.1e-4 from the exact result, 1.3e-4 from the hi-only).
   std::ostringstream split;
   for (const auto& [what, got, want, hi] : {std::tuple{"O", &o, &wantO, &hiO}, std::tuple{"S'", &sNew, &wantS, &hiS}}) {
     const double full = RmsDistance(*got, *want), hiOnly = RmsDistance(*got, *hi);
