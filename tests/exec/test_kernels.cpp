@@ -11,9 +11,13 @@
 
 #include <catch2/catch_test_macros.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <tuple>
 
 using namespace exec;
 
@@ -23,6 +27,12 @@ constexpr uint32_t kTile = 16, kChunk = 16, kSubgroups = 4;
 // Lavapipe compiles a pipeline at its first dispatch, inside the fence wait: a kernel's
 // emulated 32-lane code took up to 30 s on two loaded cores.
 constexpr uint64_t kKernelTimeoutNs = 300'000'000'000ull;
+
+std::string Sci(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2g", x);
+  return text;
+}
 
 // "" when |got - want| <= tolerance * (1 + |want|) everywhere; else the count and the first few.
 std::string Near(const std::string& what, const std::vector<float>& got, const std::vector<double>& want, double tolerance) {
@@ -35,7 +45,22 @@ std::string Near(const std::string& what, const std::vector<float>& got, const s
     }
   }
   if (!bad) return "";
-  return " " + std::to_string(bad) + " of " + std::to_string(want.size()) + " " + what + " values wrong:" + s.str();
+  return " " + std::to_string(bad) + " of " + std::to_string(want.size()) + " " + what + " values wrong (tolerance " +
+         Sci(tolerance) + "):" + s.str();
+}
+
+// The largest |got - want| / (1 + |want|): what Near compares with its tolerance.
+double WorstError(const std::vector<float>& got, const std::vector<double>& want) {
+  double worst = 0;
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / (1 + std::fabs(want[i])));
+  return worst;
+}
+
+// The root mean square of got - want.
+double RmsDistance(const std::vector<float>& got, const std::vector<double>& want) {
+  double sum = 0;
+  for (size_t i = 0; i < want.size(); ++i) sum += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+  return std::sqrt(sum / double(want.size()));
 }
 
 float FromBits(uint32_t bits) {
@@ -67,6 +92,46 @@ struct Gla {
   uint32_t heads;
 };
 
+// x rounded to nearest, ties to even, to a binary format of `digits` significant bits whose
+// smallest normal exponent is `minExponent` (below it, the quantum of that exponent:
+// subnormals). The test's own rounding, apart from the shader's conversions and the product's
+// float code, for the reference that keeps only the hi parts.
+double RoundTo(double x, int digits, int minExponent) {
+  if (x == 0 || !std::isfinite(x)) return x;
+  int exponent;
+  std::frexp(x, &exponent);  // |x| in [2^(exponent-1), 2^exponent)
+  const double quantum = std::ldexp(1.0, std::max(exponent - 1, minExponent) - (digits - 1));
+  return std::nearbyint(x / quantum) * quantum;  // the default rounding mode: to nearest, ties to even
+}
+
+// An f32 value as the kernel's element type holds it: its hi part alone.
+double Hi(T type, double x) { return type == T::BF16 ? RoundTo(x, 8, -126) : RoundTo(x, 11, -14); }
+
+// What the kernel's outputs must match, per element type: |got - want| <= tolerance * (1 + |want|).
+// O and S' go through the hi/lo splits: their error is about the square of the type's unit
+// roundoff times the sums' magnitude, plus f32 accumulation, while a hi part alone errs by about
+// the unit roundoff (f16 2^-11, bfloat16 2^-8), which the tolerance must not admit. Measured at
+// 8 lanes (lavapipe), 32 (GFX11 wave32) and 64 (GFX12 wave64): O and S' within 4.5e-7 of the exact
+// result in f16 and 6.8e-6 in bfloat16; the hi-only result 1.9e-4 to 8.7e-4 (f16) and 2e-3 to
+// 6.3e-3 (bfloat16) from it. The row maxima and sums are f32 arithmetic on exact products,
+// whatever the type.
+struct GlaTolerance {
+  double split, stats;
+};
+GlaTolerance ToleranceOf(T type) { return type == T::BF16 ? GlaTolerance{1e-4, 1e-5} : GlaTolerance{1e-5, 1e-5}; }
+
+// Whether the layer's register path converts the kernel's accumulators to A tiles and back
+// within each lane: the A and f32 accumulator layouts are one (lavapipe's flexible 16x16, NVIDIA's).
+bool RoundTripInLane(const Env& env, T type) {
+  const char* lowering = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING");
+  if (lowering && std::string(lowering) == "portable") return false;
+  if (!env.onVirtualDevice()) return true;
+  const auto& profile = TheVirtualDevice().profile.profile;
+  const auto a = profile.FindLayout({VkComponentType(type), static_cast<uint32_t>(Use::A), kTile, kTile, env.subgroupSize()});
+  const auto acc = profile.FindLayout({VkComponentType(T::F32), static_cast<uint32_t>(Use::Acc), kTile, kTile, env.subgroupSize()});
+  return a && acc && a->SameMap(*acc);
+}
+
 std::string RunGla(const Env& env, const Gla& k, const std::string& targetEnv) {
   const uint32_t C = kChunk, D = k.dim, H = k.heads, DT = D / kTile;
   // Exact in f16 and bfloat16: multiples of 1/16 in [-0.5, 0.5] (V in [-1, 1]); the state
@@ -83,7 +148,8 @@ std::string RunGla(const Env& env, const Gla& k, const std::string& targetEnv) {
   std::vector<Bytes> buffers = {Pack({q}), Pack({kk}), Pack({v}), Pack({g}), Pack({s}), Bytes(size_t(H) * C * D * 4),
                                 Bytes(size_t(H) * D * D * 4), Bytes(size_t(H) * 3 * C * 4)};
   cmtest::ComputeJob job;
-  job.spirv = LoadShader(std::string("kernel_gla_") + Name(k.type) + "_d" + std::to_string(D), targetEnv);
+  const std::string name = std::string("kernel_gla_") + Name(k.type) + "_d" + std::to_string(D);
+  job.spirv = LoadShader(name, targetEnv);
   job.timeoutNs = kKernelTimeoutNs;
   const Grid grid{kSubgroups, H};
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
@@ -91,7 +157,10 @@ std::string RunGla(const Env& env, const Gla& k, const std::string& targetEnv) {
   const std::vector<uint32_t> stats = cmtest::FromBytes<uint32_t>(buffers[7]);
   const uint32_t replicas = env.Replicas(Use::Acc, T::F32, kTile, kTile);
 
+  // The exact result (want*), and the one a kernel that drops every lo part would compute
+  // (hi*: S, A and the decayed K rounded to the element type once, where the kernel splits them).
   std::vector<double> wantO(size_t(H) * C * D), wantS(size_t(H) * D * D), wantMax(size_t(H) * C), wantSum(size_t(H) * C);
+  std::vector<double> hiO(wantO.size()), hiS(wantS.size());
   std::vector<float> gotMax(size_t(H) * C), gotSum(size_t(H) * C);
   std::ostringstream s_;
   for (uint32_t h = 0; h < H; ++h) {
@@ -120,23 +189,63 @@ std::string RunGla(const Env& env, const Gla& k, const std::string& targetEnv) {
         s_ << " head " << h << " row " << r << ": the mask function counted " << masked << " masked elements, want "
            << wantMasked << " (" << DT << " O tiles x " << replicas << " replicas x " << C - 1 - r << ");";
       for (uint32_t d = 0; d < D; ++d) {
-        double qs = 0, av = 0;
-        for (uint32_t e = 0; e < D; ++e) qs += Q(r, e) * S(e, d);
-        for (uint32_t c = 0; c <= r; ++c) av += A[r * C + c] * V(c, d);
+        double qs = 0, av = 0, qsHi = 0, avHi = 0;
+        for (uint32_t e = 0; e < D; ++e) {
+          qs += Q(r, e) * S(e, d);
+          qsHi += Q(r, e) * Hi(k.type, S(e, d));
+        }
+        for (uint32_t c = 0; c <= r; ++c) {
+          av += A[r * C + c] * V(c, d);
+          avHi += Hi(k.type, A[r * C + c]) * V(c, d);
+        }
         wantO[(size_t(h) * C + r) * D + d] = av + std::exp(G[r]) * qs;
+        hiO[(size_t(h) * C + r) * D + d] = avHi + std::exp(G[r]) * qsHi;
       }
     }
     for (uint32_t a = 0; a < D; ++a)
       for (uint32_t b = 0; b < D; ++b) {
-        double update = 0;
-        for (uint32_t j = 0; j < C; ++j) update += std::exp(G[C - 1] - G[j]) * K(j, a) * V(j, b);
+        double update = 0, updateHi = 0;
+        for (uint32_t j = 0; j < C; ++j) {
+          const double decayed = std::exp(G[C - 1] - G[j]) * K(j, a);
+          update += decayed * V(j, b);
+          updateHi += Hi(k.type, decayed) * V(j, b);
+        }
         wantS[(size_t(h) * D + a) * D + b] = std::exp(G[C - 1]) * S(a, b) + update;
+        hiS[(size_t(h) * D + a) * D + b] = std::exp(G[C - 1]) * S(a, b) + updateHi;
       }
   }
-  // The hi/lo splits keep about 16 significant bits (bfloat16) or 22 (f16).
-  const double tolerance = 2e-3;
-  return s_.str() + Near("O", o, wantO, tolerance) + Near("S'", sNew, wantS, tolerance) +
-         Near("row max |A|", gotMax, wantMax, tolerance) + Near("row sum A", gotSum, wantSum, tolerance);
+  const GlaTolerance tolerance = ToleranceOf(k.type);
+  // Lavapipe (Mesa 26.1.6), under every target here, drops the rounding of an f32 -> f16 -> f32
+  // round trip whose values stay in their lanes (GLSL's precise does not reach the conversions).
+  // Where the A and f32 accumulator layouts are one, the register path makes S''s split (kd -> A
+  // -> Acc, phase 3) such a round trip: its hi part comes back unrounded, its lo part is zero,
+  // and S' is the hi-only result. The lowering's GLSL, compiled back and run on lavapipe without
+  // the layer, does the same; with the round trip's moves made identity shuffles, S' is exact.
+  // There S' may be the hi-only result, as close to it as the tolerance says; the GFX11/GFX12
+  // lanes (layouts that differ: the moves cross lanes) and the portable path hold it to the exact one.
+  const bool inLaneRoundTrip = RoundTripInLane(env, k.type);
+  const std::vector<double>* sReference = &wantS;
+  // The split must be visible, whatever the tolerances say: O and S' nearer (root mean square)
+  // the exact result than the hi-only one by a factor of 8. A kernel that drops its lo parts
+  // lands on the hi-only result (GFX11, bf16), or near it where lavapipe leaves some hi parts
+  // unrounded (f16 O on lavapipe and GFX12: 1.1e-4 from the exact result, 1.3e-4 from the hi-only).
+  std::ostringstream split;
+  for (const auto& [what, got, want, hi] : {std::tuple{"O", &o, &wantO, &hiO}, std::tuple{"S'", &sNew, &wantS, &hiS}}) {
+    const double full = RmsDistance(*got, *want), hiOnly = RmsDistance(*got, *hi);
+    std::printf("%s.%s: %s max error %s (tolerance %s), %s from the hi-only result; rms %s, %s from the hi-only\n",
+                name.c_str(), targetEnv.c_str(), what, Sci(WorstError(*got, *want)).c_str(), Sci(tolerance.split).c_str(),
+                Sci(WorstError(*got, *hi)).c_str(), Sci(full).c_str(), Sci(hiOnly).c_str());
+    if (full * 8 < hiOnly) continue;
+    if (inLaneRoundTrip && got == &sNew && hiOnly * 8 < full) {
+      WARN(name << "." << targetEnv << ": S' is the hi-only result (lavapipe drops an in-lane round trip's rounding)");
+      sReference = &hiS;
+      continue;
+    }
+    split << " " << what << " is not nearer the exact result than the hi-only one (rms " << Sci(full) << " against "
+          << Sci(hiOnly) << "): a lo part is lost;";
+  }
+  return s_.str() + split.str() + Near("O", o, wantO, tolerance.split) + Near("S'", sNew, *sReference, tolerance.split) +
+         Near("row max |A|", gotMax, wantMax, tolerance.stats) + Near("row sum A", gotSum, wantSum, tolerance.stats);
 }
 
 // ---- Forward substitution per subgroup (kernel_trsv.comp) ---------------------------
