@@ -69,15 +69,15 @@ float FromBits(uint32_t bits) {
   return f;
 }
 
-// Whether the device runs 16x16x16 MulAdds of `a` into f32, with 16x16 f32 accumulators:
+// Whether the device runs 16x16x16 MulAdds of `a` into `acc`, with 16x16 `acc` accumulators:
 // natively on the virtual device, as flexible dimensions on lavapipe.
-std::optional<std::string> Without16x16(const Env& env, T a) {
+std::optional<std::string> Without16x16(const Env& env, T a, T acc = T::F32) {
   if (!env.onVirtualDevice()) {
     if (EncodedFormat(a)) return std::string("lavapipe has no ") + Name(a) + " matrices";
     return std::nullopt;  // flexible 16x16 (EnvOptions::flex)
   }
-  const auto mnk = env.MulAddShape(a, T::F32);
-  if (!mnk) return std::string("the device lists no MulAdd of ") + Name(a) + " into f32";
+  const auto mnk = env.MulAddShape(a, acc);
+  if (!mnk) return std::string("the device lists no MulAdd of ") + Name(a) + " into " + Name(acc);
   if ((*mnk)[0] != kTile || (*mnk)[1] != kTile || (*mnk)[2] != kTile)
     return "the kernels are written for 16x16x16 tiles, the device's " + std::string(Name(a)) + " MulAdd is " +
            std::to_string((*mnk)[0]) + "x" + std::to_string((*mnk)[1]) + "x" + std::to_string((*mnk)[2]);
@@ -248,6 +248,167 @@ std::string RunGla(const Env& env, const Gla& k, const std::string& targetEnv) {
          Near("row max |A|", gotMax, wantMax, tolerance.stats) + Near("row sum A", gotSum, wantSum, tolerance.stats);
 }
 
+// ---- The GLA chunk with bfloat16 accumulators (kernel_gla.comp, ACC_BF16) ----------------
+
+double F32(double x) { return RoundTo(x, 24, -126); }
+double Bf16(double x) { return RoundTo(x, 8, -126); }
+
+struct GlaOut {
+  std::vector<double> o, s, rowMax, rowSum;
+};
+
+// What the kernel computes under the KHR/EXT semantics, with `round` applied where a bfloat16
+// accumulator holds a result: each MulAdd's (its C plus its 16 products summed in binary32, in
+// order, then rounded once, as reference.cpp's MulAdd and the virtual device do), each element
+// function's and each combine's. With `round` the identity it is the same chunk with no
+// accumulator rounding: what a kernel that skips them would give. The inputs are as the kernel
+// holds them (the state rounded to bfloat16 when staged in shared memory); the element
+// functions compute in binary32 (exp of a binary32 argument, rounded to binary32).
+template <class Round>
+GlaOut GlaBf16AccReference(const Matrix& q, const Matrix& kk, const Matrix& v, const Matrix& g, const Matrix& s, uint32_t H,
+                           uint32_t D, Round round) {
+  const uint32_t C = kChunk;
+  GlaOut out{std::vector<double>(size_t(H) * C * D), std::vector<double>(size_t(H) * D * D), std::vector<double>(size_t(H) * C),
+             std::vector<double>(size_t(H) * C)};
+  // One 16-deep MulAdd of one result element: c + products k0..k0+15 in binary32, rounded once.
+  auto mulAdd = [&](double c, auto product, uint32_t k0) {
+    double acc = c;
+    for (uint32_t k = k0; k < k0 + kTile; ++k) acc = F32(acc + F32(product(k)));
+    return round(acc);
+  };
+  auto expF = [](double x) { return F32(std::exp(F32(x))); };
+  for (uint32_t h = 0; h < H; ++h) {
+    std::vector<double> G(C);
+    for (uint32_t i = 0; i < C; ++i) G[i] = F32((i ? G[i - 1] : 0) + g.at(h, i));
+    auto Q = [&](uint32_t i, uint32_t d) { return q.at(h * C + i, d); };
+    auto K = [&](uint32_t i, uint32_t d) { return kk.at(h * C + i, d); };
+    auto V = [&](uint32_t i, uint32_t d) { return v.at(h * C + i, d); };
+    auto S = [&](uint32_t a, uint32_t b) { return Bf16(s.at(h * D + a, b)); };
+    std::vector<double> A(size_t(C) * C, 0.0);
+    for (uint32_t r = 0; r < C; ++r) {
+      double rowMax = 0;
+      for (uint32_t c = 0; c < C; ++c) {
+        double raw = 0;  // Q K^T: one MulAdd per 16 columns of the head dimension
+        for (uint32_t d0 = 0; d0 < D; d0 += kTile) raw = mulAdd(raw, [&](uint32_t d) { return Q(r, d) * K(c, d); }, d0);
+        if (c <= r) A[r * C + c] = round(F32(raw * expF(G[r] - G[c])));
+        rowMax = std::max(rowMax, std::fabs(A[r * C + c]));
+      }
+      out.rowMax[h * C + r] = rowMax;
+      // Reduce Row combines in an order the implementation picks: here pairwise (the row sum's
+      // tolerance covers another order's roundings).
+      std::vector<double> level(A.begin() + r * C, A.begin() + (r + 1) * C);
+      while (level.size() > 1) {
+        std::vector<double> next;
+        for (size_t i = 0; i < level.size(); i += 2) next.push_back(round(F32(level[i] + level[i + 1])));
+        level = next;
+      }
+      out.rowSum[h * C + r] = level[0];
+      for (uint32_t d = 0; d < D; ++d) {
+        double qs = 0;
+        for (uint32_t e0 = 0; e0 < D; e0 += kTile) qs = mulAdd(qs, [&](uint32_t e) { return Q(r, e) * S(e, d); }, e0);
+        const double scaled = round(F32(qs * expF(G[r])));
+        out.o[(size_t(h) * C + r) * D + d] = mulAdd(scaled, [&](uint32_t c) { return A[r * C + c] * V(c, d); }, 0);
+      }
+    }
+    std::vector<double> kd(size_t(C) * D);  // K's rows decayed to the chunk's end, [j][a]
+    for (uint32_t j = 0; j < C; ++j)
+      for (uint32_t a = 0; a < D; ++a) kd[j * D + a] = round(F32(K(j, a) * expF(G[C - 1] - G[j])));
+    const double endDecay = expF(G[C - 1]);
+    for (uint32_t a = 0; a < D; ++a)
+      for (uint32_t b = 0; b < D; ++b) {
+        const double st = round(F32(S(a, b) * endDecay));
+        out.s[(size_t(h) * D + a) * D + b] = mulAdd(st, [&](uint32_t j) { return kd[j * D + a] * V(j, b); }, 0);
+      }
+  }
+  return out;
+}
+
+// bfloat16 values back from a buffer: the high half of binary32 (the test's own decoding).
+std::vector<float> Bf16Values(const Bytes& bytes) {
+  const std::vector<uint16_t> bits = cmtest::FromBytes<uint16_t>(bytes);
+  std::vector<float> values(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) values[i] = FromBits(uint32_t(bits[i]) << 16);
+  return values;
+}
+
+// The fraction of elements equal to want.
+double Agreement(const std::vector<float>& got, const std::vector<double>& want) {
+  size_t same = 0;
+  for (size_t i = 0; i < want.size(); ++i) same += double(got[i]) == want[i];
+  return double(same) / double(want.size());
+}
+
+// Tolerances, |got - want| <= tolerance * (1 + |want|), against the rounded reference. Measured
+// on the virtual device (radv-gfx12 wave32 and wave64, both lowerings): every O, S', row maximum
+// and row sum equal to it, bit for bit. The margin is for a device whose exp or binary32 sums
+// differ in their last bits, which moves a bfloat16 rounding by a unit (2^-8 relative) now and
+// then and propagates (a unit or two of the result), and for a Reduce whose combines go in
+// another order (each rounded). The unrounded reference is 2.3e-3 to 1.2e-2 (O) and 8e-4 to 2.5e-3
+// (S') from the kernel's result, within these tolerances in part: the rms check below tells them apart.
+constexpr double kGlaBf16AccTolerance = 1.0 / 128, kGlaBf16AccRowSumTolerance = 1.0 / 64;
+
+std::string RunGlaBf16Acc(const Env& env, uint32_t D, const std::string& targetEnv) {
+  const uint32_t C = kChunk, H = 3, DT = D / kTile;
+  // The data of the f32-accumulator chunk (RunGla): Q, K, V bfloat16-exact, the state not.
+  const Matrix q = RandomMatrix(T::BF16, H * C, D, 11, -0.5, 0.5, 1.0 / 16);
+  const Matrix kk = RandomMatrix(T::BF16, H * C, D, 13, -0.5, 0.5, 1.0 / 16);
+  const Matrix v = RandomMatrix(T::BF16, H * C, D, 17, -1, 1, 1.0 / 16);
+  const Matrix g = RandomMatrix(T::F32, H, C, 19, -0.25, 0, 1.0 / 64);
+  Matrix s(T::F32, H * D, D);
+  {
+    const Matrix coarse = RandomMatrix(T::F32, H * D, D, 23, -1, 1, 1.0 / 1024);
+    for (size_t i = 0; i < s.v.size(); ++i) s.v[i] = Wrap(T::F32, coarse.v[i] * (1 + 1.0 / 3000));
+  }
+  std::vector<Bytes> buffers = {Pack({q}), Pack({kk}), Pack({v}), Pack({g}), Pack({s}), Bytes(size_t(H) * C * D * 2),
+                                Bytes(size_t(H) * D * D * 2), Bytes(size_t(H) * 3 * C * 4)};
+  cmtest::ComputeJob job;
+  const std::string name = "kernel_gla_bf16acc_d" + std::to_string(D);
+  job.spirv = LoadShader(name, targetEnv);
+  job.timeoutNs = kKernelTimeoutNs;
+  if (std::string e = Dispatch(env, job, Grid{kSubgroups, H}, buffers); !e.empty()) return e;
+  const std::vector<float> o = Bf16Values(buffers[5]), sNew = Bf16Values(buffers[6]);
+  const std::vector<uint32_t> stats = cmtest::FromBytes<uint32_t>(buffers[7]);
+  std::vector<float> gotMax(size_t(H) * C), gotSum(size_t(H) * C);
+  for (uint32_t h = 0; h < H; ++h)
+    for (uint32_t r = 0; r < C; ++r) {
+      gotMax[h * C + r] = FromBits(stats[h * 3 * C + r]);
+      gotSum[h * C + r] = FromBits(stats[h * 3 * C + 2 * C + r]);
+    }
+  const GlaOut want = GlaBf16AccReference(q, kk, v, g, s, H, D, [](double x) { return Bf16(x); });
+  const GlaOut unrounded = GlaBf16AccReference(q, kk, v, g, s, H, D, [](double x) { return x; });
+
+  std::ostringstream s_;
+  const uint32_t replicas = env.Replicas(Use::Acc, T::BF16, kTile, kTile);
+  for (uint32_t h = 0; h < H; ++h)
+    for (uint32_t r = 0; r < C; ++r) {
+      const uint32_t masked = stats[h * 3 * C + C + r], wantMasked = DT * replicas * (C - 1 - r);
+      if (masked != wantMasked)
+        s_ << " head " << h << " row " << r << ": the mask function counted " << masked << " masked elements, want "
+           << wantMasked << ";";
+    }
+  // The roundings must be visible: O and S' nearer (root mean square) the rounded reference
+  // than the unrounded one by a factor of 4, so a kernel whose accumulators kept more than
+  // bfloat16 (or a reference that skipped the roundings) fails whatever the tolerances admit.
+  std::ostringstream visible;
+  for (const auto& [what, got, rounded, exact] :
+       {std::tuple{"O", &o, &want.o, &unrounded.o}, std::tuple{"S'", &sNew, &want.s, &unrounded.s}}) {
+    const double near = RmsDistance(*got, *rounded), far = RmsDistance(*got, *exact);
+    std::printf("%s.%s: %s max error %s (tolerance %s), %.3f of the elements equal to the rounded reference; rms %s, "
+                "%s from the unrounded one (max %s)\n",
+                name.c_str(), targetEnv.c_str(), what, Sci(WorstError(*got, *rounded)).c_str(), Sci(kGlaBf16AccTolerance).c_str(),
+                Agreement(*got, *rounded), Sci(near).c_str(), Sci(far).c_str(), Sci(WorstError(*got, *exact)).c_str());
+    if (!(near * 4 < far))
+      visible << " " << what << " is not nearer the rounded reference than the unrounded one (rms " << Sci(near) << " against "
+              << Sci(far) << "): an accumulator rounding is missing or extra;";
+  }
+  std::printf("%s.%s: row max error %s, row sum error %s (tolerance %s)\n", name.c_str(), targetEnv.c_str(),
+              Sci(WorstError(gotMax, want.rowMax)).c_str(), Sci(WorstError(gotSum, want.rowSum)).c_str(),
+              Sci(kGlaBf16AccRowSumTolerance).c_str());
+  return s_.str() + visible.str() + Near("O", o, want.o, kGlaBf16AccTolerance) + Near("S'", sNew, want.s, kGlaBf16AccTolerance) +
+         Near("row max |A|", gotMax, want.rowMax, kGlaBf16AccTolerance) +
+         Near("row sum A", gotSum, want.rowSum, kGlaBf16AccRowSumTolerance);
+}
+
 // ---- Forward substitution per subgroup (kernel_trsv.comp) ---------------------------
 
 std::string RunTrsv(const Env& env, const Grid& grid, const std::string& targetEnv) {
@@ -310,6 +471,23 @@ TEST_CASE("kernel: gated linear attention chunk, subgroups in roles, hi/lo split
       runs.push_back({name + "." + targetEnv, [&env, type, dim, &targetEnv] { return RunGla(env, Gla{type, dim, 3}, targetEnv); }});
     }
   CheckSampled(runs);  // all of them, but in a virtual lane's sample
+}
+
+TEST_CASE("kernel: gated linear attention chunk with bfloat16 accumulators", "[exec][kernel]") {
+  EXEC_ENV(env, .flex = !TheVirtualDevice().on);
+  std::vector<NamedRun> runs;
+  const std::vector<std::string>& envs = TargetEnvs();
+  size_t next = 0;
+  for (uint32_t dim : {32u, 64u}) {
+    const std::string name = "kernel_gla_bf16acc_d" + std::to_string(dim);
+    const std::string& targetEnv = envs[next++ % envs.size()];
+    if (auto why = Without16x16(env, T::BF16, T::BF16)) {
+      WarnNotRun(name, *why);
+      continue;
+    }
+    runs.push_back({name + "." + targetEnv, [&env, dim, &targetEnv] { return RunGlaBf16Acc(env, dim, targetEnv); }});
+  }
+  CheckSampled(runs);
 }
 
 TEST_CASE("kernel: forward substitution per subgroup, shuffles in loops of subgroup-dependent trip count", "[exec][kernel]") {

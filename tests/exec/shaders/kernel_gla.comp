@@ -21,10 +21,15 @@
 // branches and loops that differ between subgroups.
 //
 // Defines: ET (float16_t or bfloat16_t), D (32 or 64), NSG (subgroups per workgroup, >= 4).
+// ACC_BF16 (with ET bfloat16_t): bfloat16 accumulators, as a delta-rule application picks on
+// RDNA4 (16x16x16 bf16 bf16 bf16 bf16). bfloat16 has no arithmetic: the element and combine
+// functions compute in float and round back; no hi/lo splits (a bf16 accumulator holds no more
+// than a bf16 A or B), one MulAdd per product; the state, A and QS are bf16 in shared memory.
 // Spec constant 0: the workgroup size (NSG x the subgroup size).
 // Bindings, per head h: 0 Q, 1 K, 2 V ([h][C][D] ET); 3 g ([h][C] f32); 4 S ([h][D][D]
-// f32); 5 O out ([h][C][D] f32); 6 S' out ([h][D][D] f32); 7 stats out ([h][3C] uint:
-// the bits of each row's largest |A|, the masked count of each row, the bits of rowsum(A)).
+// f32); 5 O out ([h][C][D] f32, bf16 with ACC_BF16); 6 S' out ([h][D][D] f32, bf16 with
+// ACC_BF16); 7 stats out ([h][3C] uint: the bits of each row's largest |A| (as f32), the
+// masked count of each row, the bits of rowsum(A) (as f32)).
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_EXT_cooperative_matrix_maintenance1 : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -35,6 +40,9 @@
 #ifdef ENCODED_TYPES
 #extension GL_EXT_bfloat16 : require
 #endif
+#if defined(ACC_BF16) && defined(NV_COMPARABLE)
+#error "ACC_BF16 has no NV_COMPARABLE form"
+#endif
 
 layout(local_size_x_id = 0) in;
 
@@ -42,7 +50,12 @@ const uint T = 16;      // tile edge
 const uint C = 16;      // tokens in the chunk
 const uint DT = D / T;  // tiles along the head dimension
 
-#define AccT coopmat<float, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>
+#ifdef ACC_BF16
+#define AccE bfloat16_t
+#else
+#define AccE float
+#endif
+#define AccT coopmat<AccE, gl_ScopeSubgroup, T, T, gl_MatrixUseAccumulator>
 #define ATile coopmat<ET, gl_ScopeSubgroup, T, T, gl_MatrixUseA>
 #define BTile coopmat<ET, gl_ScopeSubgroup, T, T, gl_MatrixUseB>
 
@@ -51,13 +64,13 @@ layout(set = 0, binding = 1) readonly buffer Kb { ET k[]; };
 layout(set = 0, binding = 2) readonly buffer Vb { ET v[]; };
 layout(set = 0, binding = 3) readonly buffer Gb { float g[]; };
 layout(set = 0, binding = 4) readonly buffer Sb { float s[]; };
-layout(set = 0, binding = 5) writeonly buffer Ob { float o[]; };
-layout(set = 0, binding = 6) writeonly buffer SNb { float sNew[]; };
+layout(set = 0, binding = 5) writeonly buffer Ob { AccE o[]; };
+layout(set = 0, binding = 6) writeonly buffer SNb { AccE sNew[]; };
 layout(set = 0, binding = 7) buffer Stats { uint stats[]; };
 
-shared float sS[D * D];    // the state, row-major
-shared float aRaw[C * C];  // Q K^T
-shared float qs[C * D];    // Q S
+shared AccE sS[D * D];    // the state, row-major
+shared AccE aRaw[C * C];  // Q K^T
+shared AccE qs[C * D];    // Q S
 shared float gsh[C];       // prefix sums of the gates
 shared uint masked[C];     // elements the decay mask zeroed, per row
 #ifdef NV_COMPARABLE
@@ -68,6 +81,32 @@ shared float transposeScratch[NSG * T * T];
 #endif
 
 // ---- Element functions (the maintenance1 per-element operations) -----------------
+#ifdef ACC_BF16
+// Each computes in float and rounds its result to bfloat16 once (the row maximum is that of
+// the rounded values, which the accumulator holds).
+bfloat16_t DecayMask(const in uint32_t row, const in uint32_t col, const in bfloat16_t a, const in uint32_t statBase) {
+  if (col > row) {
+    atomicAdd(masked[row], 1u);
+    return bfloat16_t(0.0);
+  }
+  const bfloat16_t value = bfloat16_t(float(a) * exp(gsh[row] - gsh[col]));
+  atomicMax(stats[statBase + row], floatBitsToUint(abs(float(value))));
+  return value;
+}
+bfloat16_t DecayValue(const in uint32_t row, const in uint32_t col, const in bfloat16_t a) {
+  return col > row ? bfloat16_t(0.0) : bfloat16_t(float(a) * exp(gsh[row] - gsh[col]));
+}
+bfloat16_t ScaleByExpG(const in uint32_t row, const in uint32_t col, const in bfloat16_t x) {
+  return bfloat16_t(float(x) * exp(gsh[row]));
+}
+bfloat16_t DecayToEnd(const in uint32_t row, const in uint32_t col, const in bfloat16_t x) {
+  return bfloat16_t(float(x) * exp(gsh[C - 1] - gsh[row]));
+}
+bfloat16_t Times(const in uint32_t row, const in uint32_t col, const in bfloat16_t x, const in float f) {
+  return bfloat16_t(float(x) * f);
+}
+bfloat16_t Sum(const in bfloat16_t a, const in bfloat16_t b) { return bfloat16_t(float(a) + float(b)); }
+#else
 float DecayMask(const in uint32_t row, const in uint32_t col, const in float a, const in uint32_t statBase) {
   if (col > row) {
     atomicAdd(masked[row], 1u);
@@ -85,6 +124,7 @@ float DecayToEnd(const in uint32_t row, const in uint32_t col, const in float x)
 float Times(const in uint32_t row, const in uint32_t col, const in float x, const in float f) { return x * f; }
 float Sum(const in float a, const in float b) { return a + b; }
 
+
 // x as ET hi + lo: two A (or B) tiles whose sum is x to ET's precision squared.
 void SplitA(const in AccT x, out ATile hi, out ATile lo) {
   hi = ATile(x);
@@ -96,11 +136,12 @@ void SplitB(const in AccT x, out BTile hi, out BTile lo) {
   const AccT back = AccT(hi);
   lo = BTile(x - back);
 }
+#endif
 
 void main() {
   const uint h = gl_WorkGroupID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint qkv = h * C * D, state = h * D * D, statBase = h * 3 * C;
-  for (uint i = gl_LocalInvocationIndex; i < D * D; i += gl_WorkGroupSize.x) sS[i] = s[state + i];
+  for (uint i = gl_LocalInvocationIndex; i < D * D; i += gl_WorkGroupSize.x) sS[i] = AccE(s[state + i]);
   for (uint i = gl_LocalInvocationIndex; i < C; i += gl_WorkGroupSize.x) masked[i] = 0;
   barrier();
 
@@ -115,7 +156,7 @@ void main() {
       carry = subgroupShuffle(sum, gl_SubgroupSize - 1);
     }
   } else if (sg == 1) {
-    AccT acc = AccT(0.0);
+    AccT acc = AccT(AccE(0.0));
     for (uint d = 0; d < DT; ++d) {
       ATile qt;
       BTile kt;  // K^T: K's rows are its columns
@@ -126,16 +167,20 @@ void main() {
     coopMatStore(acc, aRaw, 0, C, gl_CooperativeMatrixLayoutRowMajor);
   } else {
     for (uint dc = sg - 2; dc < DT; dc += NSG - 2) {
-      AccT acc = AccT(0.0);
+      AccT acc = AccT(AccE(0.0));
       for (uint d = 0; d < DT; ++d) {
         ATile qt;
         coopMatLoad(qt, q, qkv + d * T, D, gl_CooperativeMatrixLayoutRowMajor);
         AccT st;
         coopMatLoad(st, sS, d * T * D + dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
+#ifdef ACC_BF16
+        acc = coopMatMulAdd(qt, BTile(st), acc);
+#else
         BTile hi, lo;
         SplitB(st, hi, lo);
         acc = coopMatMulAdd(qt, hi, acc);
         acc = coopMatMulAdd(qt, lo, acc);
+#endif
       }
       coopMatStore(acc, qs, dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
     }
@@ -147,15 +192,21 @@ void main() {
     AccT a;
     coopMatLoad(a, aRaw, 0, C, gl_CooperativeMatrixLayoutRowMajor);
     coopMatPerElementEXT(a, a, DecayMask, statBase);
+#ifdef ACC_BF16
+    const ATile hi = ATile(a);
+#else
     ATile hi, lo;
     SplitA(a, hi, lo);
+#endif
     BTile vt;
     coopMatLoad(vt, v, qkv + dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
     AccT result;
     coopMatLoad(result, qs, dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
     coopMatPerElementEXT(result, result, ScaleByExpG);
     result = coopMatMulAdd(hi, vt, result);
+#ifndef ACC_BF16
     result = coopMatMulAdd(lo, vt, result);
+#endif
     coopMatStore(result, o, qkv + dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
   }
   if (sg == NSG - 1) {
@@ -171,7 +222,7 @@ void main() {
 #else
     for (uint i = 0; i < rows.length(); ++i) {
       const uvec2 rc = coopMatGetCoordinateEXT(rows, i);
-      if (rc.y == 0) stats[statBase + 2 * C + rc.x] = floatBitsToUint(rows[i]);
+      if (rc.y == 0) stats[statBase + 2 * C + rc.x] = floatBitsToUint(float(rows[i]));
     }
 #endif
   }
@@ -184,6 +235,10 @@ void main() {
       coopMatLoad(kRows, k, qkv + dr * T, D, gl_CooperativeMatrixLayoutRowMajor);
       AccT kd = AccT(kRows);  // A -> Acc
       coopMatPerElementEXT(kd, kd, DecayToEnd);
+#ifdef ACC_BF16
+      ATile hiT;
+      coopMatTransposeEXT(hiT, kd);
+#else
       ATile hiRows = ATile(kd);
       const AccT back = AccT(hiRows);
       const AccT rest = kd - back;
@@ -205,13 +260,16 @@ void main() {
       coopMatTransposeEXT(hiT, back);
       coopMatTransposeEXT(loT, rest);
 #endif
+#endif
       BTile vt;
       coopMatLoad(vt, v, qkv + dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
       AccT st;
       coopMatLoad(st, sS, dr * T * D + dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
       coopMatPerElementEXT(st, st, Times, exp(gsh[C - 1]));
       st = coopMatMulAdd(hiT, vt, st);
+#ifndef ACC_BF16
       st = coopMatMulAdd(loT, vt, st);
+#endif
       coopMatStore(st, sNew, state + dr * T * D + dc * T, D, gl_CooperativeMatrixLayoutRowMajor);
     }
   }
