@@ -3,7 +3,7 @@
 // between subgroups with shuffles and matrix operations inside, per-element functions with
 // side effects on shared memory and buffers, bfloat16 (or f16) hi/lo splits through the
 // relaxed Acc <-> A/B conversions and transposes, and tens of KB of the kernel's own
-// shared memory. They are written for 16x16x16 tiles: lavapipe runs them as its flexible
+// shared memory; and the GLA chunk once more with bfloat16 accumulators (GFX12's). They are written for 16x16x16 tiles: lavapipe runs them as its flexible
 // 16x16 (NV cooperative matrix 2), a virtual device with 16x16x16 configurations natively;
 // elsewhere they do not run (counted, exec_util.h).
 #include "cases.h"
