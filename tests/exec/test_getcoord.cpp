@@ -40,6 +40,20 @@ TEST_CASE("get_coordinate_flexible_dimensions", "[exec][getcoord][flex]") {
   CheckAll(env, cases, {Grid{2, 2}});
 }
 
+// The largest flexible shapes the RADV profiles take (sides to 64 in 16-tiles): 48 is
+// three tiles, which no power-of-two layout covers, 64 four. On lavapipe (granularity 8)
+// the same shapes are 6 and 8 tiles a side.
+TEST_CASE("get_coordinate_flexible_48_and_64", "[exec][getcoord][flex]") {
+  EXEC_ENV(env, .flex = true);
+  std::vector<GetCoordCase> cases;
+  for (auto [use, t] : std::vector<std::pair<Use, T>>{{Use::A, T::F16}, {Use::B, T::S8}, {Use::Acc, T::F32}})
+    for (auto [r, c] : std::vector<std::pair<uint32_t, uint32_t>>{{48, 16}, {16, 48}, {64, 64}})
+      cases.push_back({use, t, r, c});
+  cases.push_back({Use::Acc, T::F32, 48, 48});
+  cases.push_back({Use::Acc, T::F32, 48, 16, "", false, /*columnMajor=*/true});
+  CheckAll(env, WithinElementBudget(env, cases), {Grid{2, 2}});
+}
+
 // Coordinates above 127, beyond what an s8 element holds. (Mesa rejects
 // cooperative-matrix dimensions of 256 and more, so 248 is the largest.)
 TEST_CASE("get_coordinate_large_coordinates", "[exec][getcoord][flex]") {

@@ -86,6 +86,21 @@ TEST_CASE("reduce_sum_2x2_32x32", "[exec][reduce][flex]") {
            {Grid{2, 2}});
 }
 
+// The largest flexible shapes the RADV profiles take (sides to 64 in 16-tiles): 48 is
+// three tiles, which no power-of-two layout covers, 64 four. f32: exact sums (reduce's
+// inputs are multiples of 0.5 up to 64, so a 64x64 sum stays below 2^19).
+TEST_CASE("reduce_flexible_48_and_64", "[exec][reduce][flex]") {
+  EXEC_ENV(env, .flex = true);
+  std::vector<ReduceCase> cases;
+  for (Shape s : {Shape{48, 16}, Shape{16, 48}, Shape{48, 48}, Shape{64, 64}})
+    for (int mask : {kRow, kColumn, kRowColumn}) cases.push_back({mask, Combine::Sum, T::F32, s.r, s.c, s.r, s.c});
+  cases.push_back({kRow, Combine::Max, T::F32, 48, 16, 48, 16});
+  cases.push_back({kColumn, Combine::Min, T::F32, 16, 48, 16, 48});
+  cases.push_back({kRowColumn, Combine::Max, T::F32, 64, 64, 64, 64});
+  cases.push_back({k2x2, Combine::Sum, T::F32, 64, 64, 32, 32});
+  CheckAll(env, WithinElementBudget(env, cases), {Grid{2, 2}});
+}
+
 TEST_CASE("reduce_workgroup_sizes", "[exec][reduce][workgroup]") {
   EXEC_ENV(env, .flex = true);
   const std::vector<Grid> grids = {Grid{1, 1}, Grid{1, 3}, Grid{2, 2}, Grid{4, 2}, Grid{4, 1, false, true}};
