@@ -104,6 +104,17 @@ inline void CheckSampled(const std::vector<NamedRun>& runs) {
   }
 }
 
+// What a run is drawn by: the case's shader name, and for a Reduce its combine op too (one
+// shader runs sum, min and max), so that the three are drawn apart.
+template <typename Case>
+std::string RunName(const Case& c) {
+  return c.Name();
+}
+inline std::string RunName(const ReduceCase& c) {
+  const std::string name = c.Name(), stem = std::string("reduce_") + MaskName(c.mask) + "_";
+  return stem + Name(c.combine) + "_" + name.substr(stem.size());
+}
+
 template <typename Case>
 void CheckAll(const Env& env, const std::vector<Case>& cases, const std::vector<Grid>& grids,
               const std::vector<std::string>& targetEnvs) {
@@ -117,7 +128,7 @@ void CheckAll(const Env& env, const std::vector<Case>& cases, const std::vector<
       }
       for (const Grid& grid : grids) {
         std::ostringstream name;
-        name << c.Name() << "." << targetEnv << " (" << grid.subgroupsPerGroup << " subgroups x " << grid.groups
+        name << RunName(c) << "." << targetEnv << " (" << grid.subgroupsPerGroup << " subgroups x " << grid.groups
              << " workgroups" << (grid.requireSubgroupSize ? ", required subgroup size" : "") << ")";
         runs.push_back({name.str(), [&env, &c, &targetEnv, &grid] { return Run(env, c, targetEnv, grid); }});
       }
