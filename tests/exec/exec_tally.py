@@ -10,10 +10,15 @@ def lane_seed(lane):
     return zlib.crc32(lane.encode()) & 0x7FFFFFFF
 
 
-def sample_setting(fraction, seed):
-    """COOPMAT_EXEC_SAMPLE (exec_util.h) for a `<runs>[:<groups>]` fraction and a seed."""
-    runs, _, groups = str(fraction).partition(":")
-    return f"{runs}:{seed}:{groups or 1}"
+def sample_setting(fraction, seed, cells=False):
+    """COOPMAT_EXEC_SAMPLE (exec_util.h) for a fraction and a seed; with cells, every cell
+    (operation, use, types, shape class, combine op) a group offers executes once at least."""
+    return f"{fraction}:{seed}" + (":cells" if cells else "")
+
+
+def read_cells(out):
+    """{cell: runs executed} from the suite's "exec tally: cell" lines (0: offered, none could run)."""
+    return {cell: int(count) for cell, count in re.findall(r"^exec tally: cell (.*) ran (\d+)$", out, re.M)}
 
 
 def read_tally(out):
