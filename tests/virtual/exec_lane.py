@@ -13,9 +13,10 @@ lane_expectations.txt gives this profile and lowering, or when something did not
 reason neither that file nor the profile allows: "the device lists no ..." only where the
 profile's `matrix` lines indeed list none. It runs every cell each CheckAll offers once at
 least (a run the device can make) and `fraction` of the other runs (COOPMAT_EXEC_SAMPLE with
-`cells`), drawn with a seed fixed per profile and lowering; it is printed,
-COOPMAT_VIRTUAL_SEED=<seed> draws it again, fraction 1 (or COOPMAT_VIRTUAL_FRACTION=1, the
-campaign) runs everything. The environment must put the
+`cells`), drawn with a seed from the lane's name and the commit under test (source_commit:
+$COOPMAT_SOURCE_COMMIT or the checkout's .git), so that successive commits repeat different
+runs; it is printed, COOPMAT_VIRTUAL_SEED=<seed> draws it again, fraction 1 (or
+COOPMAT_VIRTUAL_FRACTION=1, the campaign) runs everything. The environment must put the
 product layer and the virtual device on the layer path and may set the lowering and
 COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE; COOPMAT_VIRTUAL_LANE_PART names a part of the suite run
 as a lane of its own (its floors are `<lowering>/<part>`)."""
@@ -27,7 +28,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "exec"))
-from exec_tally import lane_seed, read_cells, read_tally, sample_setting  # noqa: E402
+from exec_tally import lane_seed, read_cells, read_tally, sample_setting, source_commit  # noqa: E402
 
 
 def read_expectations(profile_name, lowering):
@@ -136,7 +137,8 @@ def main():
     mode = f"{lowering}/{part}" if part else lowering
     name = next(l.split()[1] for l in open(profile) if l.startswith("name "))
     lane = f"{name}.{lowering}" + (f".{part}" if part else "") + (f".default{default_size}" if default_size else "")
-    seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(lane_seed(lane))
+    commit = source_commit()
+    seed = os.environ.get("COOPMAT_VIRTUAL_SEED") or str(lane_seed(lane, commit))
     suite = os.path.basename(binary).startswith("coopmat_exec_tests")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
@@ -144,8 +146,8 @@ def main():
     # A cache of its own: the product layer probes the virtual device's layouts afresh.
     env = dict(os.environ, COOPMAT_VIRTUAL_PROFILE=profile, COOPMAT_VIRTUAL_LOG=log, XDG_CACHE_HOME=scratch,
                COOPMAT_EXEC_SAMPLE=sample_setting(fraction, seed, cells=True), VK_COOPMAT_MAINTENANCE1_VALIDATE="true")
-    print(f"lane {lane}: every cell once and {fraction} of the other runs, seed {seed} "
-          f"(COOPMAT_VIRTUAL_SEED={seed} draws it again)", flush=True)
+    print(f"lane {lane}: every cell once and {fraction} of the other runs, seed {seed} (commit {commit or 'unknown'}; "
+          f"COOPMAT_VIRTUAL_SEED={seed} draws it again)", flush=True)
     drawn = [l for l in open(profile) if l.startswith("# Drawn")]  # a random profile says how to draw it again
     print("".join(drawn), end="", flush=True)
     run = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=840)
