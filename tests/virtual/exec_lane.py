@@ -16,7 +16,8 @@ least (a run the device can make) and `fraction` of the other runs (COOPMAT_EXEC
 `cells`), drawn with a seed from the lane's name and the commit under test (source_commit:
 $COOPMAT_SOURCE_COMMIT or the checkout's .git), so that successive commits repeat different
 runs; it is printed, COOPMAT_VIRTUAL_SEED=<seed> draws it again, fraction 1 (or
-COOPMAT_VIRTUAL_FRACTION=1, the campaign) runs everything. The environment must put the
+COOPMAT_VIRTUAL_FRACTION=1, the campaign) runs everything. The lane's one-line tally goes to
+<scratch>/lane-summary.txt, which scripts/test's summary prints. The environment must put the
 product layer and the virtual device on the layer path and may set the lowering and
 COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE; COOPMAT_VIRTUAL_LANE_PART names a part of the suite run
 as a lane of its own (its floors are `<lowering>/<part>`)."""
@@ -128,6 +129,16 @@ def check_suite(profile, name, mode, ran, not_run, cells):
     return problems
 
 
+def write_summary_line(scratch, lane, seed, ran, not_run, cells, totals, failed):
+    """One line for scripts/test's summary (it prints every lane's lane-summary.txt), failed or not."""
+    cases = next((t for t in totals if t.startswith("test cases:")), "test cases: ?")
+    executed = sum(runs > 0 for runs in cells.values())
+    line = (f"virtual lane {lane}{' FAILED' if failed else ''} (seed {seed}): {executed} of {len(cells)} cells executed, "
+            f"{ran} dispatches, {sum(c for c, _ in not_run)} runs not run; {cases}")
+    with open(os.path.join(scratch, "lane-summary.txt"), "w") as f:
+        f.write(line + "\n")
+
+
 def main():
     profile, scratch, fraction, binary, *args = sys.argv[1:]
     fraction = os.environ.get("COOPMAT_VIRTUAL_FRACTION") or fraction  # scripts/virtual-campaign: 1
@@ -173,6 +184,8 @@ def main():
         ran, not_run = read_tally(out)
         cells = read_cells(out)
         problems += check_suite(profile, name, mode, ran, not_run, cells)
+    if suite:
+        write_summary_line(scratch, lane, seed, ran, not_run, cells, totals, failed=bool(problems))
     if problems:
         # The report without the layers' info lines (the virtual device's are in its log).
         report = "\n".join(l for l in out.splitlines()
