@@ -55,37 +55,39 @@ def read_expectations(profile_name, lowering):
 
 
 def profile_matrices(profile):
-    """The (use, type, rows, cols) matrices and (A/B type, C type) MulAdds the profile's `matrix` lines list."""
-    matrices, muladds = set(), set()
+    """The profile's matrices as the suite sees them: {(use, type): the first shape a `matrix`
+    line lists it at} (Env::Shape takes the first), and the (A/B type, C type) MulAdds."""
+    shapes, muladds = {}, set()
     for line in open(profile):
         words = line.split()
         if words[:1] != ["matrix"]:
             continue
         m, n, k = (int(w) for w in words[1:4])
         a, b, c, r = words[4:8]
-        matrices |= {("a", a, m, k), ("b", b, k, n), ("acc", c, m, n), ("acc", r, m, n)}
+        for key, shape in ((("a", a), (m, k)), (("b", b), (k, n)), (("acc", c), (m, n)), (("acc", r), (m, n))):
+            shapes.setdefault(key, shape)
         if a == b and c == r:
             muladds.add((a, c))
-    return matrices, muladds
+    return shapes, muladds
 
 
 def profile_lacks(profile, reason):
-    """Whether `reason` says the device lists no matrix or MulAdd that the profile file indeed
-    does not list (None: not such a reason). Only a profile's real gaps are allowed, so a
-    type the profile has cannot vanish from its lane."""
-    matrices, muladds = profile_matrices(profile)
+    """Whether `reason` says the device lists no matrix or MulAdd (or not at the shape the suite
+    takes, its first) that the profile file indeed does not (None: not such a reason). Only a
+    profile's real gaps are allowed, so a type the profile has cannot vanish from its lane."""
+    shapes, muladds = profile_matrices(profile)
     listed = re.fullmatch(r"the device lists no (a|b|acc) (\S+) matrix", reason)
     if listed:
-        return not any(use == listed[1] and t == listed[2] for use, t, _, _ in matrices)
+        return (listed[1], listed[2]) not in shapes
     converted = re.fullmatch(r"the device lists no (a|b|acc) (\S+) (\d+)x(\d+) matrix to convert (a|b|acc) \S+ into", reason)
     if converted:
-        return (converted[1], converted[2], int(converted[3]), int(converted[4])) not in matrices
+        return shapes.get((converted[1], converted[2])) != (int(converted[3]), int(converted[4]))
     muladd = re.fullmatch(r"the device lists no MulAdd of (\S+) into (\S+)", reason)
     if muladd:
         return (muladd[1], muladd[2]) not in muladds
     accumulator = re.fullmatch(r"muladd_\w+ needs a (\d+)x(\d+) (\S+) accumulator, which the device does not list", reason)
     if accumulator:
-        return ("acc", accumulator[3], int(accumulator[1]), int(accumulator[2])) not in matrices
+        return shapes.get(("acc", accumulator[3])) != (int(accumulator[1]), int(accumulator[2]))
     return None
 
 
