@@ -411,4 +411,52 @@ std::string Run(const Env& env, const MulAddCase& c, const std::string& targetEn
   return s.str();
 }
 
+// ---------------------------------------------------------------------------
+namespace {
+std::string ShapeClass(const Env& env, Use use, T t, uint32_t rows, uint32_t cols, bool specDims = false) {
+  if (specDims) return "spec";
+  const std::optional<Dims> tile = env.Shape(use, t);
+  return tile && tile->rows == rows && tile->cols == cols ? "tile" : "flex";
+}
+}  // namespace
+
+std::string Cell(const Env& env, const GetCoordCase& c) {
+  return std::string("getcoord ") + Name(c.use) + " " + Name(c.type) + " " +
+         ShapeClass(env, c.use, c.type, c.rows, c.cols, c.specDims) + (c.columnMajor ? " colmajor" : "") +
+         (c.suffix.empty() ? "" : " " + c.suffix);
+}
+
+std::string Cell(const Env& env, const PerElemCase& c) {
+  return std::string(c.nv ? "perelem_nv " : "perelem ") + Name(c.op) + " " + Name(c.use) + " " + Name(c.type) + " " +
+         ShapeClass(env, c.use, c.type, c.rows, c.cols);
+}
+
+std::string Cell(const Env& env, const ReduceCase& c) {
+  // A result of other dimensions than the mask implies (changedim) is a class of its own.
+  const bool resized = c.mask == k2x2 ? c.resultRows * 2 != c.rows || c.resultCols * 2 != c.cols
+                                      : c.resultRows != c.rows || c.resultCols != c.cols;
+  return std::string("reduce ") + MaskName(c.mask) + " " + Name(c.combine) + " acc " + Name(c.type) + " " +
+         ShapeClass(env, Use::Acc, c.type, c.rows, c.cols, c.specDims) + (resized ? " resized" : "") +
+         (c.suffix.empty() ? "" : " " + c.suffix);
+}
+
+std::string Cell(const Env& env, const ConvertCase& c) {
+  std::string cell = std::string("convert ") + Name(c.use) + " " + Name(c.type) + " to " + Name(c.use2) + " " +
+                     Name(c.type2) + " " + ShapeClass(env, c.use, c.type, c.rows, c.cols);
+  if (c.transpose) cell += " transposed";
+  if (c.viaAcc) cell += " viaacc";
+  if (c.saturate) cell += " sat";
+  if (c.appShared) cell += " shared";
+  if (c.nearLimit) cell += " nearlimit";
+  if (c.path == cmtest::ShaderPath::InlineStage) cell += " inline";
+  if (c.path == cmtest::ShaderPath::ShaderObject) cell += " shaderobject";
+  return cell;
+}
+
+std::string Cell(const Env& env, const MulAddCase& c) {
+  const auto tile = env.MulAddShape(c.a, c.c);
+  const bool listed = tile && (*tile)[0] == c.m && (*tile)[1] == c.n && (*tile)[2] == c.k;
+  return "muladd " + c.mode + " " + Name(c.a) + " " + Name(c.c) + (listed ? " tile" : " flex");
+}
+
 }  // namespace exec

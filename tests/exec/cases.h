@@ -77,6 +77,16 @@ struct MulAddCase {
 };
 std::string Run(const Env& env, const MulAddCase& c, const std::string& targetEnv, const Grid& grid);
 
+// A run's cell on env's device: the operation (and its variant), use, component types, shape
+// class and combine op, without the target environment, grid and exact dimensions, which
+// only repeat it. Shape classes: "tile" (the device's listed shape, lavapipe's 8x8),
+// "flex" (NV flexible dimensions), "spec" (dimensions from specialization constants).
+std::string Cell(const Env& env, const GetCoordCase& c);
+std::string Cell(const Env& env, const PerElemCase& c);
+std::string Cell(const Env& env, const ReduceCase& c);
+std::string Cell(const Env& env, const ConvertCase& c);
+std::string Cell(const Env& env, const MulAddCase& c);
+
 // Runs every case for every target environment and grid, and CHECKs each result
 // with the case name in the failure message.
 template <typename Case>

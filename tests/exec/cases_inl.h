@@ -102,23 +102,47 @@ inline bool WarnedNotRun(const std::string& what, const std::string& result) {
   return true;
 }
 
-// One named run: its result is "" when every output matched its reference.
+// One named run: its result is "" when every output matched its reference. Its cell
+// (Cell below) is what a stratified sample executes at least once; "" leaves the group one
+// stratum, tallied under the name's part before its first '.'.
 struct NamedRun {
   std::string name;
   std::function<std::string()> run;
+  std::string cell = "";
 };
 
-// The runs Sample draws (all of them outside a sampled lane), each checked; a run the
-// device cannot make warns instead.
+// The runs Sample draws (all of them outside a sampled lane), each checked, and then the
+// stand-ins of every stratum none of whose runs could be made yet: a run the device cannot
+// make warns instead and does not count.
 inline void CheckSampled(const std::vector<NamedRun>& runs) {
-  std::vector<std::string> names;
-  for (const NamedRun& r : runs) names.push_back(r.name);
-  for (size_t i : Sample(names)) {
-    const std::string result = runs[i].run();
-    if (WarnedNotRun(runs[i].name, result)) continue;
-    INFO(runs[i].name << ": " << result);
+  std::vector<std::string> names, cells;
+  for (const NamedRun& r : runs) {
+    names.push_back(r.name);
+    cells.push_back(r.cell);
+  }
+  std::vector<bool> executed(runs.size(), false);  // by stratum (at most one per run)
+  for (const SampledRun& s : Sample(names, cells)) {
+    if (!s.drawn && executed[s.stratum]) continue;
+    const NamedRun& r = runs[s.index];
+    const std::string result = r.run();
+    const bool ran = !WarnedNotRun(r.name, result);
+    CountCell(r.cell.empty() ? r.name.substr(0, r.name.find('.')) : r.cell, ran);
+    if (!ran) continue;
+    executed[s.stratum] = true;
+    INFO(r.name << ": " << result);
     CHECK(result.empty());
   }
+}
+
+// What a run is drawn by: the case's shader name, and for a Reduce its combine op too (one
+// shader runs sum, min and max), so that the three are drawn apart.
+template <typename Case>
+std::string RunName(const Case& c) {
+  return c.Name();
+}
+inline std::string RunName(const ReduceCase& c) {
+  const std::string name = c.Name(), stem = std::string("reduce_") + MaskName(c.mask) + "_";
+  return stem + Name(c.combine) + "_" + name.substr(stem.size());
 }
 
 template <typename Case>
@@ -134,9 +158,9 @@ void CheckAll(const Env& env, const std::vector<Case>& cases, const std::vector<
       }
       for (const Grid& grid : grids) {
         std::ostringstream name;
-        name << c.Name() << "." << targetEnv << " (" << grid.subgroupsPerGroup << " subgroups x " << grid.groups
+        name << RunName(c) << "." << targetEnv << " (" << grid.subgroupsPerGroup << " subgroups x " << grid.groups
              << " workgroups" << (grid.requireSubgroupSize ? ", required subgroup size" : "") << ")";
-        runs.push_back({name.str(), [&env, &c, &targetEnv, &grid] { return Run(env, c, targetEnv, grid); }});
+        runs.push_back({name.str(), [&env, &c, &targetEnv, &grid] { return Run(env, c, targetEnv, grid); }, Cell(env, c)});
       }
     }
   CheckSampled(runs);

@@ -389,38 +389,53 @@ std::optional<std::array<uint32_t, 3>> Env::MulAddShape(T a, T c) const {
   return std::nullopt;
 }
 
-std::vector<size_t> Sample(const std::vector<std::string>& names) {
+std::vector<SampledRun> Sample(const std::vector<std::string>& names, const std::vector<std::string>& cells) {
   struct Drawn {
-    double runs = 1.0, groups = 1.0;
+    bool on = false;
+    double runs = 1.0;
     uint64_t seed = 0;
+    bool byCell = false;
   };
   static const Drawn sample = [] {
     Drawn d;
     const char* text = std::getenv("COOPMAT_EXEC_SAMPLE");
     unsigned long long seed = 0;
-    const int read = text ? std::sscanf(text, "%lf:%llu:%lf", &d.runs, &seed, &d.groups) : 0;
+    char strata[16] = "";
+    const int read = text ? std::sscanf(text, "%lf:%llu:%15s", &d.runs, &seed, strata) : 0;
     if (read < 2) return Drawn{};
-    if (read < 3) d.groups = 1.0;
+    d.on = true;
     d.seed = seed;
+    d.byCell = std::string(strata) == "cells";
     return d;
   }();
-  std::vector<size_t> chosen;
-  if (names.empty()) return chosen;
+  // The strata: one per distinct cell (with `cells`), else the whole group.
+  std::vector<size_t> stratum(names.size(), 0);
+  if (sample.byCell) {
+    std::map<std::string, size_t> ids;
+    for (size_t i = 0; i < names.size(); ++i) stratum[i] = ids.emplace(cells[i], ids.size()).first->second;
+  }
+  std::vector<SampledRun> order;
+  if (!sample.on) {
+    for (size_t i = 0; i < names.size(); ++i) order.push_back({i, true, stratum[i]});
+    return order;
+  }
   // FNV-1a of the seed and the name, as a number in [0, 1).
   auto draw = [&](const std::string& name) {
     uint64_t h = 1469598103934665603ull ^ sample.seed;
     for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
     return static_cast<double>(h >> 11) / 9007199254740992.0;
   };
-  // A whole group (one CheckAll's runs, known by its first) drawn out runs nothing.
-  if (sample.groups < 1.0 && draw("group " + names.front()) >= sample.groups) return chosen;
-  size_t lowest = 0;
+  std::vector<std::pair<double, size_t>> standIns;
   for (size_t i = 0; i < names.size(); ++i) {
-    if (draw(names[i]) < sample.runs) chosen.push_back(i);
-    if (draw(names[i]) < draw(names[lowest])) lowest = i;
+    const double d = draw(names[i]);
+    if (d < sample.runs)
+      order.push_back({i, true, stratum[i]});
+    else
+      standIns.push_back({d, i});
   }
-  if (chosen.empty()) chosen.push_back(lowest);
-  return chosen;
+  std::sort(standIns.begin(), standIns.end());
+  for (const auto& [d, i] : standIns) order.push_back({i, false, stratum[i]});
+  return order;
 }
 
 const std::vector<std::string>& TargetEnvs() {
@@ -463,12 +478,18 @@ struct Tally {
   std::mutex mutex;
   size_t ran = 0;
   std::map<std::string, size_t> notRun;
+  std::map<std::string, size_t> cells;  // runs executed per cell
 };
 Tally& TheTally() {
   static Tally tally;
   return tally;
 }
 }  // namespace
+
+void CountCell(const std::string& cell, bool ran) {
+  std::lock_guard lock(TheTally().mutex);
+  TheTally().cells[cell] += ran ? 1 : 0;
+}
 
 void CountNotRun(const std::string& reason) {
   std::lock_guard lock(TheTally().mutex);
@@ -479,6 +500,7 @@ void PrintRunTally() {
   std::lock_guard lock(TheTally().mutex);
   std::printf("exec tally: ran %zu\n", TheTally().ran);
   for (const auto& [reason, count] : TheTally().notRun) std::printf("exec tally: not run %zu: %s\n", count, reason.c_str());
+  for (const auto& [cell, count] : TheTally().cells) std::printf("exec tally: cell %s ran %zu\n", cell.c_str(), count);
   std::fflush(stdout);
 }
 

@@ -167,12 +167,20 @@ class Env {
   INFO("environment: " << name.Problem());                                                  \
   REQUIRE(name.Problem().empty())
 
-// COOPMAT_EXEC_SAMPLE=<fraction>:<seed>[:<groups>] (the virtual device's lanes, which run
-// the suite under many profiles, and the portable twin): of the runs one CheckAll would
-// make, those whose name hashes with the seed below the fraction, and always at least one;
-// with <groups> < 1, only that fraction of the CheckAlls run at all (each drawn whole by
-// its first run's name). Unset: all. Returns the indices of `names` to run.
-std::vector<size_t> Sample(const std::vector<std::string>& names);
+// COOPMAT_EXEC_SAMPLE=<fraction>:<seed>[:cells] (the virtual device's lanes, which run the
+// suite under many profiles, and the portable twin): of the runs one CheckAll would make,
+// those whose name hashes with the seed below the fraction are drawn. The rest come after
+// them, in the order of their hashes, as stand-ins: a stand-in runs only while its stratum
+// has not executed a run (a run the device cannot make does not count), so every stratum
+// the device can run executes once whatever the draw. A stratum is the whole group, or with
+// `cells` each run's cell (operation, use, types, shape class, combine op: Cell in cases.h),
+// so that only repetitions are sampled. Unset: every run drawn.
+struct SampledRun {
+  size_t index;    // into the group's runs
+  bool drawn;      // run it; otherwise only while `stratum` has executed nothing
+  size_t stratum;  // an index, the same for runs of one stratum
+};
+std::vector<SampledRun> Sample(const std::vector<std::string>& names, const std::vector<std::string>& cells);
 
 // Target environments every shader is compiled for (and run in; COOPMAT_EXEC_TARGET_ENVS
 // may name a subset: a comma-separated list).
@@ -213,7 +221,11 @@ std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, s
 // not run, by reason. The virtual lanes check both against a floor and an allow-list of
 // reasons (tests/virtual/exec_lane.py), so that a lane cannot pass having run little.
 void CountNotRun(const std::string& reason);
-// "exec tally: ran N", then "exec tally: not run K: <reason>" per reason (stdout).
+// A run of `cell` executed (ran) or was drawn and found one the device cannot make; the
+// tally prints every cell a group offered, with the runs it executed (0: none could run).
+void CountCell(const std::string& cell, bool ran);
+// "exec tally: ran N", then "exec tally: not run K: <reason>" per reason, then
+// "exec tally: cell <cell> ran N" per cell (stdout).
 void PrintRunTally();
 
 }  // namespace exec
