@@ -45,11 +45,12 @@ case $mode in
 esac
 rm -rf "$out"
 mkdir -p "$out/exec" "$out/work"
-# Left out: bfloat16 and fp8 modules. The round trip's runs are on lavapipe, which has
-# neither type, and SPIRV-Cross writes the lowering's bitcasts of their vectors (packed
-# scratch words) as plain vectors, which glslang rejects.
+# Left out: bfloat16 and fp8 modules (kernel_gla_bf16acc_* too: bfloat16 accumulators). The
+# round trip's runs are on lavapipe, which has neither type, and SPIRV-Cross writes the
+# lowering's bitcasts of their vectors (packed scratch words) as plain vectors, which glslang
+# rejects.
 envs_pattern="\.($(printf '%s' "$envs" | sed 's/\./\\./g; s/,/|/g'))\.spv\$"
-ls "$in"/exec/*.spv | grep -v -E '_(bf16|e4m3|e5m2)[_.]' | grep -E "$envs_pattern" |
+ls "$in"/exec/*.spv | grep -v -E '_(bf16|e4m3|e5m2)(acc)?[_.]' | grep -E "$envs_pattern" |
   xargs -P "$(nproc)" -n 1 sh "$0" --one "$lower" "$out" "$mode" >"$out/results.txt"
 # The GLSL back to SPIR-V: a jobs list per core (glsl-batch's format: output, target
 # environment, no validation, source), each list one process.
