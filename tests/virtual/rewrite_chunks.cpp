@@ -61,10 +61,7 @@ uint32_t ChunkSync::WaitFor(Builder& b, uint32_t counter, uint32_t target) {
 }
 
 void ChunkSync::Elected(Builder& b, const std::function<void()>& code) {
-  TypeManager& t = T();
-  const uint32_t elect = b.Emit(Op::OpGroupNonUniformElect, t.Bool(), {b.U(kScopeSubgroup)});
-  const uint32_t selector = b.Emit(Op::OpSelect, t.Uint(), {elect, b.U(1), b.U(0)});
-  b.Switch(selector, {1}, [&](size_t) { code(); }, [] {});  // case values are literals
+  c_.If(b, b.Emit(Op::OpGroupNonUniformElect, T().Bool(), {b.U(kScopeSubgroup)}), code);
 }
 
 uint32_t ChunkSync::Chunk(Builder& b) {

@@ -198,6 +198,8 @@ class MatrixRewrite {
   uint32_t ComponentFromBits(Builder& b, uint32_t word, uint32_t component);
   void LoadOrStore(Builder& b, const ir::Instruction& inst, bool store);
   std::vector<uint32_t> StoredElements(Builder& b, uint32_t object, const Matrix& matrix);
+  std::vector<uint32_t> ThroughRegion(Builder& b, uint32_t value, const Matrix& from, const Matrix& to, const std::string& what,
+                                      const std::function<uint32_t(uint32_t)>& convert = nullptr);
   // Returns a bool id: whether the subgroup met where the replicas were compared (true
   // when the layout has none).
   uint32_t Scatter(Builder& b, uint32_t base, uint32_t offset, uint32_t value, const Matrix& matrix, bool transpose = false,

@@ -263,26 +263,34 @@ void MatrixRewrite::LoadOrStore(Builder& b, const ir::Instruction& inst, bool st
 }
 
 // The elements a store writes: the matrix's own, or, where its layout has replicas, the
-// words Scatter left after comparing them (a real device stores one of the copies, so
-// copies that disagree must not pass because the last one written was right).
+// words the region holds once Scatter compared them (a real device stores one of the copies,
+// so copies that disagree must not pass because the last one written was right).
 std::vector<uint32_t> MatrixRewrite::StoredElements(Builder& b, uint32_t object, const Matrix& matrix) {
-  const uint32_t component = matrix.info.componentType;
+  if (matrix.layout->Replicas() > 1) return ThroughRegion(b, object, matrix, matrix, "a store's replica check");
   std::vector<uint32_t> elements;
-  if (matrix.layout->Replicas() == 1) {
-    for (uint32_t e = 0; e < matrix.length; ++e) elements.push_back(b.Emit(Op::OpCompositeExtract, component, {object, e}));
-    return elements;
-  }
-  c_.Require(matrix.rows * matrix.cols);
+  for (uint32_t e = 0; e < matrix.length; ++e)
+    elements.push_back(b.Emit(Op::OpCompositeExtract, matrix.info.componentType, {object, e}));
+  return elements;
+}
+
+// `value`, laid out as `from`, written to the region (Scatter: its replicas compared, each
+// element through `convert` when given) between two meetings, then read back in `to`'s
+// layout: all bits set where a meeting was not whole (the region may hold another
+// operation's words). `what` names the meetings' sites.
+std::vector<uint32_t> MatrixRewrite::ThroughRegion(Builder& b, uint32_t value, const Matrix& from, const Matrix& to,
+                                                   const std::string& what, const std::function<uint32_t(uint32_t)>& convert) {
+  c_.Require(to.rows * to.cols);
   std::vector<uint32_t> meetings;
-  meetings.push_back(c_.SubgroupBarrier(b, "before a store's replicas are written"));
+  meetings.push_back(c_.SubgroupBarrier(b, ("before " + what).c_str()));
   const uint32_t base = c_.RegionBase(b);
-  meetings.push_back(Scatter(b, base, 0, object, matrix));
-  meetings.push_back(c_.SubgroupBarrier(b, "after a store's replicas are compared"));
+  meetings.push_back(Scatter(b, base, 0, value, from, false, convert));
+  meetings.push_back(c_.SubgroupBarrier(b, ("after " + what).c_str()));
   const uint32_t met = AllOf(b, meetings);
-  const auto coords = Coordinates(b, matrix);
-  for (uint32_t e = 0; e < matrix.length; ++e) {
-    const uint32_t word = c_.LoadWord(b, base, b.Add(b.Mul(coords[e].first, b.U(matrix.cols)), coords[e].second));
-    elements.push_back(c_.FromWord(b, b.Emit(Op::OpSelect, T().Uint(), {met, word, b.U(~0u)}), component));
+  const auto coords = Coordinates(b, to);
+  std::vector<uint32_t> elements;
+  for (uint32_t e = 0; e < to.length; ++e) {
+    const uint32_t word = c_.LoadWord(b, base, b.Add(b.Mul(coords[e].first, b.U(to.cols)), coords[e].second));
+    elements.push_back(c_.FromWord(b, b.Emit(Op::OpSelect, T().Uint(), {met, word, b.U(~0u)}), to.info.componentType));
   }
   return elements;
 }
@@ -463,23 +471,11 @@ void MatrixRewrite::ElementWise(Builder& b, const ir::Instruction& inst) {
     return matrix ? b.Emit(Op::OpCompositeExtract, matrix->info.componentType, {operand, e}) : operand;
   };
   if (source && !source->layout->SameMap(*r.layout)) {
-    c_.Require(r.rows * r.cols);
-    std::vector<uint32_t> meetings;
-    meetings.push_back(c_.SubgroupBarrier(b, "before the relayout"));
-    const uint32_t base = c_.RegionBase(b);
-    meetings.push_back(Scatter(b, base, 0, inst.Operand(0), *source, false, [&](uint32_t element) {
+    const std::vector<uint32_t> elements = ThroughRegion(b, inst.Operand(0), *source, r, "the relayout", [&](uint32_t element) {
       const uint32_t converted = compute({element});
       decorate(converted);
       return converted;
-    }));
-    meetings.push_back(c_.SubgroupBarrier(b, "after the relayout's writes"));
-    const uint32_t met = AllOf(b, meetings);
-    std::vector<uint32_t> elements;
-    const auto coords = Coordinates(b, r);
-    for (uint32_t e = 0; e < r.length; ++e) {
-      const uint32_t word = c_.LoadWord(b, base, b.Add(b.Mul(coords[e].first, b.U(r.cols)), coords[e].second));
-      elements.push_back(c_.FromWord(b, b.Emit(Op::OpSelect, T().Uint(), {met, word, b.U(~0u)}), component));
-    }
+    });
     b.Emit(Op::OpCompositeConstruct, inst.typeId, elements, inst.resultId);
     return;
   }
