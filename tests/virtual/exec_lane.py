@@ -71,11 +71,12 @@ def profile_matrices(profile):
     return shapes, muladds
 
 
-def profile_lacks(profile, reason):
+def profile_lacks(matrices, reason):
     """Whether `reason` says the device lists no matrix or MulAdd (or not at the shape the suite
-    takes, its first) that the profile file indeed does not (None: not such a reason). Only a
-    profile's real gaps are allowed, so a type the profile has cannot vanish from its lane."""
-    shapes, muladds = profile_matrices(profile)
+    takes, its first) that the profile file (its profile_matrices) indeed does not (None: not
+    such a reason). Only a profile's real gaps are allowed, so a type the profile has cannot
+    vanish from its lane."""
+    shapes, muladds = matrices
     listed = re.fullmatch(r"the device lists no (a|b|acc) (\S+) matrix", reason)
     if listed:
         return (listed[1], listed[2]) not in shapes
@@ -122,8 +123,9 @@ def check_suite(profile, name, mode, ran, not_run, cells):
                         + "\n  ".join(report_cells(cells)))
     if ran is not None and ran < floors.get("floor", 0):
         problems.append(f"the suite ran {ran} dispatches, below this lane's floor of {floors['floor']}")
+    matrices = profile_matrices(profile)
     for count, reason in not_run:
-        lacks = profile_lacks(profile, reason)
+        lacks = profile_lacks(matrices, reason)
         if lacks is False:
             problems.append(f"not run although the profile lists it: {reason} ({count}x)")
         elif lacks is None and not any(pattern.search(reason) for pattern, _ in allowed):
@@ -187,7 +189,6 @@ def main():
         ran, not_run = read_tally(out)
         cells = read_cells(out)
         problems += check_suite(profile, name, mode, ran, not_run, cells)
-    if suite:
         write_summary_line(scratch, lane, seed, ran, not_run, cells, totals, failed=bool(problems))
     if problems:
         # The report without the layers' info lines (the virtual device's are in its log).
