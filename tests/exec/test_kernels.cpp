@@ -104,8 +104,13 @@ double RoundTo(double x, int digits, int minExponent) {
   return std::nearbyint(x / quantum) * quantum;  // the default rounding mode: to nearest, ties to even
 }
 
+// bfloat16 rounding of the test's own (Wrap's goes through the product's float conversion).
+double Bf16(double x) { return RoundTo(x, 8, -126); }
+// binary32 rounding: the compiler's, as Wrap does it.
+double F32(double x) { return Wrap(T::F32, x); }
+
 // An f32 value as the kernel's element type holds it: its hi part alone.
-double Hi(T type, double x) { return type == T::BF16 ? RoundTo(x, 8, -126) : RoundTo(x, 11, -14); }
+double Hi(T type, double x) { return type == T::BF16 ? Bf16(x) : Wrap(T::F16, x); }
 
 // What the kernel's outputs must match, per element type: |got - want| <= tolerance * (1 + |want|).
 // O and S' go through the hi/lo splits: their error is about the square of the type's unit
@@ -249,9 +254,6 @@ std::string RunGla(const Env& env, const Gla& k, const std::string& targetEnv) {
 }
 
 // ---- The GLA chunk with bfloat16 accumulators (kernel_gla.comp, ACC_BF16) ----------------
-
-double F32(double x) { return RoundTo(x, 24, -126); }
-double Bf16(double x) { return RoundTo(x, 8, -126); }
 
 struct GlaOut {
   std::vector<double> o, s, rowMax, rowSum;
