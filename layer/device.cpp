@@ -191,9 +191,13 @@ VkResult DiscoverDeviceLayouts(DeviceData& data, VkPhysicalDevice physicalDevice
   // The probe uses the app's queue before vkCreateDevice returns: nobody else can be
   // using it yet, and it is idle again when the app first sees it.
   const std::optional<uint32_t> family = ComputeQueueFamily(instance, physicalDevice, createInfo);
-  if (!instance.settings.layoutProbe || !family) return VK_SUCCESS;
   // No probe whose result would be discarded (lowering=portable).
   if (instance.settings.portableOnly) return VK_SUCCESS;
+  if (!instance.settings.layoutProbe) {
+    data.layouts = NamedTableLayouts(data, physicalDevice);
+    return VK_SUCCESS;
+  }
+  if (!family) return VK_SUCCESS;
   const ProbeAllowance allowed = AllowedProbe(*createInfo, VK_MAKE_API_VERSION(0, 1, data.vulkanMinor, 0));
   if (!allowed.any) {
     Log(&instance, LogLevel::Info, std::string("layout probe skipped: the app did not enable ") + allowed.missing);
@@ -258,8 +262,8 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
       data->lowerOptions.layouts = LayoutsForLowering(*data, data->layouts);
     data->lowerOptions.withoutLayoutsBecause =
         instance.settings.portableOnly  ? "the layer's lowering=portable setting"
-        : !instance.settings.layoutProbe ? "the layer's layout_probe=false setting"
         : !data->layouts.empty()         ? "compute shaders on this device have no subgroup shuffles"
+        : !instance.settings.layoutProbe ? "the layer's layout_probe=false setting"
                                          : "no register layouts on this device (the layout probe's messages say why)";
     data->lowerOptions.subgroupSizes = data->physicalDevice.PipelineSubgroupSizes();
     // Lavapipe makes a Subgroup-scope execution barrier a workgroup one (LowerOptions).

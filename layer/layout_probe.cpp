@@ -703,6 +703,24 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   return outcome.layouts;
 }
 
+std::vector<LinearLayout> NamedTableLayouts(const DeviceData& device, VkPhysicalDevice physicalDevice) {
+  const InstanceData& instance = *device.instance;
+  const std::optional<DriverFamily> named = instance.settings.builtinLayouts;
+  if (!named) return {};
+  std::vector<LayoutKey> keys;
+  for (uint32_t size : device.physicalDevice.PipelineSubgroupSizes())
+    for (const LayoutKey& key : KeysToProbe(instance, physicalDevice, size)) keys.push_back(key);
+  std::vector<LinearLayout> table;
+  for (const LayoutKey& key : keys)
+    if (std::optional<LinearLayout> layout = BuiltinLayout(*named, key)) table.push_back(std::move(*layout));
+  Log(&instance, LogLevel::Info,
+      std::string("layouts: not probed (layout_probe=false); the built-in ") + ToString(*named) + " table, " +
+          std::to_string(table.size()) + " layouts");
+  ReportLayouts(instance, keys, table,
+                std::string("built-in ") + ToString(*named) + " table, named by the builtin_layouts setting, unprobed");
+  return table;
+}
+
 }  // namespace coopmat::layer
 
 namespace coopmat::layer {

@@ -52,6 +52,11 @@ struct ProbeContext {
 // Sets *deviceLost when the device was lost while probing (vkCreateDevice then fails).
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost);
 
+// layout_probe=false with builtin_layouts: the named family's table for every type and
+// subgroup size the driver lists, unprobed and uncached (how a table is checked against a
+// device: coopmat-selftest --builtin-layouts); nothing without builtin_layouts.
+std::vector<LinearLayout> NamedTableLayouts(const DeviceData& device, VkPhysicalDevice physicalDevice);
+
 // The layouts the register path may rely on: the probed ones and, when the app
 // enabled NV flexible dimensions on a known driver whose probed layouts all agree
 // with its built-in table, the table's other shapes; for every subgroup size a
