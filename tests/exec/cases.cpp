@@ -41,6 +41,13 @@ Range FullRange(T t) {
   return {0, 1, 1};
 }
 
+// Spec constants 1 and 2: the dimensions of a shader built with SPEC_DIMS (common.glsl).
+void SpecializeDims(cmtest::ComputeJob& job, bool specDims, uint32_t rows, uint32_t cols) {
+  if (!specDims) return;
+  job.specialization.push_back({1, rows});
+  job.specialization.push_back({2, cols});
+}
+
 // Collects per-matrix mismatch text.
 void Note(std::ostringstream& s, size_t matrix, const std::string& what) {
   if (!what.empty()) s << " [matrix " << matrix << "] " << what;
@@ -68,17 +75,17 @@ std::string Run(const Env& env, const GetCoordCase& c, const std::string& target
   cmtest::ComputeJob job;
   job.spirv = LoadShader(c.Name(), targetEnv);
   job.specialization.push_back({3, c.columnMajor ? 1u : 0u});
-  if (c.specDims) {
-    job.specialization.push_back({1, c.rows});
-    job.specialization.push_back({2, c.cols});
-  }
+  SpecializeDims(job, c.specDims, c.rows, c.cols);
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 
   const std::vector<uint32_t> bits = cmtest::FromBytes<uint32_t>(buffers[1]);
   const std::vector<uint32_t> count = cmtest::FromBytes<uint32_t>(buffers[2]);
   const std::vector<uint32_t> errors = cmtest::FromBytes<uint32_t>(buffers[3]);
-  // Every element once per invocation that holds it.
-  const uint32_t replicas = env.Replicas(c.use, c.type, c.rows, c.cols);
+  // Every element once per invocation that holds it; where the device's layout is unknown
+  // (Replicas 0: the self-test on a type the layer has no layout line for), as often as
+  // element (0, 0).
+  uint32_t replicas = env.Replicas(c.use, c.type, c.rows, c.cols);
+  if (replicas == 0) replicas = std::max(count[0], 1u);
   std::ostringstream s;
   if (errors[0]) s << " " << errors[0] << " coordinates out of range;";
   if (errors[1]) s << " " << errors[1] << " application shared-memory words damaged;";
@@ -155,8 +162,9 @@ std::string SideEffectsMismatch(const std::vector<Matrix>& x, const std::vector<
 
 std::string PerElemCase::Name() const {
   return std::string(nv ? "perelem_nv_" : "perelem_") + exec::Name(op) + "_" + exec::Name(use) + "_" + exec::Name(type) + "_" +
-         DimsName(rows, cols);
+         (specDims ? std::string("spec") : DimsName(rows, cols));
 }
+
 
 std::string Run(const Env& env, const PerElemCase& c, const std::string& targetEnv, const Grid& grid) {
   const size_t n = grid.matrices();
@@ -171,6 +179,7 @@ std::string Run(const Env& env, const PerElemCase& c, const std::string& targetE
     for (size_t words : {n * elems, n * elems, n}) buffers.push_back(cmtest::ToBytes(std::vector<uint32_t>(words, 0)));
   cmtest::ComputeJob job;
   job.spirv = LoadShader(c.Name(), targetEnv);
+  SpecializeDims(job, c.specDims, c.rows, c.cols);
   job.pushConstants = cmtest::ToBytes(std::vector<uint32_t>{k, add});
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 
@@ -235,10 +244,7 @@ std::string Run(const Env& env, const ReduceCase& c, const std::string& targetEn
   cmtest::ComputeJob job;
   job.spirv = LoadShader(c.Name(), targetEnv);
   job.specialization.push_back({4, static_cast<uint32_t>(c.combine)});
-  if (c.specDims) {
-    job.specialization.push_back({1, c.rows});
-    job.specialization.push_back({2, c.cols});
-  }
+  SpecializeDims(job, c.specDims, c.rows, c.cols);
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 
   const std::vector<Matrix> got = Unpack(buffers[1], c.type, c.resultRows, c.resultCols, n);
@@ -253,8 +259,9 @@ std::string Run(const Env& env, const ReduceCase& c, const std::string& targetEn
 
 // ---------------------------------------------------------------------------
 std::string ConvertCase::Name() const {
-  std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" + DimsName(rows, cols) +
-                     "_to_" + exec::Name(use2) + "_" + exec::Name(type2);
+  std::string name = std::string("convert_") + exec::Name(use) + "_" + exec::Name(type) + "_" +
+                     (specDims ? std::string("spec") : DimsName(rows, cols)) + "_to_" + exec::Name(use2) + "_" +
+                     exec::Name(type2);
   if (viaAcc) name += "_viaacc";
   if (transpose) name += "_t";
   if (saturate) name += "_sat";
@@ -364,6 +371,7 @@ std::string Run(const Env& env, const ConvertCase& c, const std::string& targetE
   cmtest::ComputeJob job;
   job.path = c.path;
   job.spirv = LoadShader(c.Name(), targetEnv);
+  SpecializeDims(job, c.specDims, c.rows, c.cols);
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
 
   const uint32_t outRows = c.transpose ? c.cols : c.rows, outCols = c.transpose ? c.rows : c.cols;

@@ -32,6 +32,7 @@ struct PerElemCase {
   T type;
   uint32_t rows, cols;
   bool nv = false;  // perelem_nv_...: the NV spelling, run natively by the driver
+  bool specDims = false;  // perelem_<op>_<use>_<t>_spec: rows/cols set by spec constants
   std::string Name() const;
 };
 std::string Run(const Env& env, const PerElemCase& c, const std::string& targetEnv, const Grid& grid);
@@ -60,6 +61,7 @@ struct ConvertCase {
   bool nearLimit = false;  // convert_..._nearlimit: the canary fills all but 128 bytes of lavapipe's limit
   bool viaAcc = false;     // convert_..._viaacc: A <-> B through an f32 accumulator (no one operation does it)
   bool saturate = false;   // convert_..._sat: saturatedConvertEXT into fp8
+  bool specDims = false;   // convert_<use>_<t>_spec_to_...: rows/cols set by spec constants
   // How the SPIR-V reaches the device (the Env needs maintenance5 / shader objects for the
   // other paths); not part of the shader's name.
   cmtest::ShaderPath path = cmtest::ShaderPath::Module;
@@ -89,10 +91,4 @@ std::string Cell(const Env& env, const MulAddCase& c);
 
 // Runs every case for every target environment and grid, and CHECKs each result
 // with the case name in the failure message.
-template <typename Case>
-void CheckAll(const Env& env, const std::vector<Case>& cases, const std::vector<Grid>& grids,
-              const std::vector<std::string>& targetEnvs = TargetEnvs());
-
 }  // namespace exec
-
-#include "cases_inl.h"

@@ -1,5 +1,8 @@
-// CheckAll, in a header because it uses Catch2 macros.
+// CheckAll, in a header because it uses Catch2 macros (the cases themselves, cases.h,
+// do not: the self-test runs them too).
 #pragma once
+
+#include "cases.h"
 
 #include <catch2/catch_test_macros.hpp>
 
@@ -145,9 +148,11 @@ inline std::string RunName(const ReduceCase& c) {
   return stem + Name(c.combine) + "_" + name.substr(stem.size());
 }
 
+// Runs every case for every target environment and grid, and CHECKs each result
+// with the case name in the failure message.
 template <typename Case>
 void CheckAll(const Env& env, const std::vector<Case>& cases, const std::vector<Grid>& grids,
-              const std::vector<std::string>& targetEnvs) {
+              const std::vector<std::string>& targetEnvs = TargetEnvs()) {
   std::vector<NamedRun> runs;
   const std::vector<std::string>& allowed = TargetEnvs();  // COOPMAT_EXEC_TARGET_ENVS may leave some out
   for (const Case& c : cases)

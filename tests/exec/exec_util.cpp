@@ -251,6 +251,7 @@ bool IsRewrittenLine(const std::string& line) {
 }
 
 std::string Unavailable(const EnvOptions& options) {
+  if (options.listedDevice) return "";
   if (options.shaderObject && TheVirtualDevice().on) return "the virtual device hides VK_EXT_shader_object";
   if (!options.flex || !TheVirtualDevice().on) return "";
   // Without the layer, flexible-dimension tests exercise lavapipe's own NV operations.
@@ -294,14 +295,24 @@ constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
 }  // namespace
 
 Env::Env(const EnvOptions& options) {
+  listed_ = options.listedDevice;
+  virtual_ = !listed_ && TheVirtualDevice().on;
   // The native lane (COOPMAT_EXEC_NATIVE=1, tests/exec/native_lane.sh): the same cases
   // against a driver's own implementation of the extension, without the layer.
   const char* nativeLane = std::getenv("COOPMAT_EXEC_NATIVE");
-  native_ = options.layer && nativeLane && std::string(nativeLane) == "1";
+  native_ = !listed_ && options.layer && nativeLane && std::string(nativeLane) == "1";
   cmtest::InstanceOptions io;
   io.withLayer = throughLayer_ = options.layer && !native_;
   io.validation = options.validation;
+  io.physicalDeviceIndex = options.deviceIndex;
   if (onVirtualDevice()) io.layersBelow.push_back(kVirtualLayer);
+  // The settings' values live as long as the instance's creation needs them.
+  std::vector<const char*> settingValues;
+  settingValues.reserve(options.layerSettings.size());
+  for (const auto& [name, value] : options.layerSettings) {
+    settingValues.push_back(value.c_str());
+    io.settings.push_back({cmtest::kLayerName, name.c_str(), VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &settingValues.back()});
+  }
   // Report every occurrence: a test runs many shaders on one instance, and the
   // default limit (10 per message id) would hide findings in later shaders.
   static const VkBool32 kFalse = VK_FALSE;
@@ -329,6 +340,10 @@ Env::Env(const EnvOptions& options) {
     VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
     vkGetPhysicalDeviceProperties2(instance_->physicalDevice(), &props);
     subgroupSize_ = subgroup.subgroupSize;
+    if (options.subgroupSize) {
+      subgroupSize_ = options.subgroupSize;
+      requireSize_ = true;
+    }
     auto get = instance_->proc<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
         "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
     uint32_t count = 0;
@@ -341,6 +356,7 @@ Env::Env(const EnvOptions& options) {
   if (options.flex && device_->ok() && !device_->nvCoopmat2()) flexMissing_ = true;
   for (const cmtest::Message& m : instance_->messages()) {
     probedLayouts_ += m.text.rfind("layout: ", 0) == 0 && m.text.find("# probed") != std::string::npos;
+    if (m.text.rfind("layout: ", 0) == 0 || m.text.rfind("no layout: ", 0) == 0) layoutLines_.push_back(m.text);
     layerServes_ |= m.text == "emulating VK_EXT_cooperative_matrix_maintenance1 on this device";
   }
 }
@@ -351,19 +367,19 @@ std::string Env::Problem() const {
   if (!device_->ok()) return "vkCreateDevice -> " + std::to_string(device_->createResult());
   if (flexMissing_) return "VK_NV_cooperative_matrix2 (flexible dimensions) not available";
   const uint32_t wanted = onVirtualDevice() ? TheVirtualDevice().profile.profile.defaultSubgroupSize : 8;
-  if (subgroupSize_ != wanted)
+  if (!listed_ && subgroupSize_ != wanted)
     return "subgroup size " + std::to_string(subgroupSize_) + ", the tests need " + std::to_string(wanted);
   // Through the layer means the layer: not the driver's own extension (force_enable).
   if (throughLayer_ && !layerServes_)
     return "the layer does not serve VK_EXT_cooperative_matrix_maintenance1 on this device";
-  if (expectRegisters_ && probedLayouts_ == 0)
+  if (expectRegisters_ && probedLayouts_ == 0 && !listed_)
     return "the layer's probe found no register layout on this device: the register half would run the portable path";
   return "";
 }
 
 std::optional<Dims> Env::Shape(Use use, T t) const {
   // Lavapipe runs every type it has at 8x8, listed or not; it has no bfloat16 or fp8.
-  if (!onVirtualDevice()) return EncodedFormat(t) ? std::nullopt : std::optional<Dims>(Dims{8, 8});
+  if (!onVirtualDevice() && !listed_) return EncodedFormat(t) ? std::nullopt : std::optional<Dims>(Dims{8, 8});
   for (const VkCooperativeMatrixPropertiesKHR& p : matrices_) {
     if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
     if (use == Use::A && TestType(p.AType) == t) return Dims{p.MSize, p.KSize};
@@ -374,6 +390,16 @@ std::optional<Dims> Env::Shape(Use use, T t) const {
 }
 
 uint32_t Env::Replicas(Use use, T t, uint32_t rows, uint32_t cols) const {
+  if (listed_) {
+    const coopmat::LayoutKey key{VkComponentType(t), static_cast<uint32_t>(use), rows, cols, subgroupSize_};
+    for (const std::string& line : layoutLines_) {
+      if (line.rfind("layout: ", 0) != 0) continue;
+      const coopmat::ParseResult parsed = coopmat::ParseLayouts(line.substr(8, line.find('#') - 8));
+      for (const coopmat::LinearLayout& layout : parsed.layouts)
+        if (layout.key == key) return layout.Replicas();
+    }
+    return 0;
+  }
   if (!onVirtualDevice()) return 1;
   const auto layout =
       TheVirtualDevice().profile.profile.FindLayout({VkComponentType(t), static_cast<uint32_t>(use), rows, cols, subgroupSize_});
@@ -381,7 +407,7 @@ uint32_t Env::Replicas(Use use, T t, uint32_t rows, uint32_t cols) const {
 }
 
 std::optional<std::array<uint32_t, 3>> Env::MulAddShape(T a, T c) const {
-  if (!onVirtualDevice()) return EncodedFormat(a) ? std::nullopt : std::optional(std::array<uint32_t, 3>{8, 8, 8});
+  if (!onVirtualDevice() && !listed_) return EncodedFormat(a) ? std::nullopt : std::optional(std::array<uint32_t, 3>{8, 8, 8});
   for (const VkCooperativeMatrixPropertiesKHR& p : matrices_)
     if (p.scope == VK_SCOPE_SUBGROUP_KHR && TestType(p.AType) == a && TestType(p.BType) == a && TestType(p.CType) == c &&
         TestType(p.ResultType) == c)
@@ -467,8 +493,16 @@ ShaderTransform::ShaderTransform(std::function<std::vector<uint32_t>(const std::
 }
 ShaderTransform::~ShaderTransform() { gShaderTransform = nullptr; }
 
+namespace {
+std::function<std::vector<uint32_t>(const std::string&, const std::string&)> gShaderSource;
+}  // namespace
+
+void SetShaderSource(std::function<std::vector<uint32_t>(const std::string& name, const std::string& env)> source) {
+  gShaderSource = std::move(source);
+}
+
 std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env) {
-  std::vector<uint32_t> words = cmtest::ReadSpirv(ShaderPath(name, env));
+  std::vector<uint32_t> words = gShaderSource ? gShaderSource(name, env) : cmtest::ReadSpirv(ShaderPath(name, env));
   if (gShaderTransform && !words.empty()) return gShaderTransform(words);
   return words;
 }
@@ -518,7 +552,7 @@ std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, s
   if (env.onVirtualDevice())
     if (const std::string why = VirtualDeviceLacks(job); !why.empty()) return kNotRun + why;
   job.groupCountX = grid.groups;
-  job.requiredSubgroupSize = grid.requireSubgroupSize ? env.subgroupSize() : 0;
+  job.requiredSubgroupSize = grid.requireSubgroupSize || env.requiresSubgroupSize() ? env.subgroupSize() : 0;
   job.requireFullSubgroups = grid.fullSubgroups;
   const size_t before = env.instance().messages().size();
   const size_t logBefore = env.onVirtualDevice() ? VirtualLog().size() : 0;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace coopmat {
@@ -95,6 +96,18 @@ struct EnvOptions {
   cmtest::Validation validation = cmtest::Validation::Off;
   bool inlineStage = false;   // also VK_KHR_maintenance5 (SPIR-V chained into the stage)
   bool shaderObject = false;  // also VK_EXT_shader_object
+  // The self-test (selftest/): the device of this index in vkEnumeratePhysicalDevices order
+  // (-1: lavapipe, or the first whose name contains $COOPMAT_TEST_DEVICE).
+  int deviceIndex = -1;
+  // The self-test's device model, for any driver: any subgroup size, shapes from the
+  // device's list (not lavapipe's "every type at 8x8"), replicas from the layer's layout
+  // lines, no virtual device of the suite's own.
+  bool listedDevice = false;
+  // Pipelines at this required subgroup size (0: the device's default).
+  uint32_t subgroupSize = 0;
+  // Settings for the product layer (VkLayerSettingsCreateInfoEXT strings): lowering,
+  // builtin_layouts, layout_probe, force_enable.
+  std::vector<std::pair<std::string, std::string>> layerSettings;
 };
 
 // The virtual device: whether COOPMAT_VIRTUAL_PROFILE names a profile (the suite then
@@ -126,7 +139,7 @@ class Env {
   const cmtest::Instance& instance() const { return *instance_; }
   void ClearMessages() const { instance_->clearMessages(); }
   uint32_t subgroupSize() const { return subgroupSize_; }
-  bool onVirtualDevice() const { return TheVirtualDevice().on; }
+  bool onVirtualDevice() const { return virtual_; }
 
   // The shape the tests give a matrix of `use` and component type `t` where they do
   // not test shapes themselves: 8x8 on lavapipe (it runs every type at 8x8, listed or
@@ -139,8 +152,16 @@ class Env {
   std::optional<std::array<uint32_t, 3>> MulAddShape(T a, T c) const;
   // How many invocations hold each element of a rows x cols (use, t) matrix: 1 on
   // lavapipe; on the virtual device what its profile's layout says (RDNA3 keeps A
-  // and B in both halves of a wave32).
+  // and B in both halves of a wave32); on a listed device what the layer's layout line
+  // for it says, 0 where it has none (unknown).
   uint32_t Replicas(Use use, T t, uint32_t rows, uint32_t cols) const;
+  // Whether pipelines name their subgroup size (EnvOptions::subgroupSize).
+  bool requiresSubgroupSize() const { return requireSize_; }
+  // The layer's info lines about this device: "layout: ..." and "no layout: ..." (what its
+  // probe found, or the table it used), in the order it logged them.
+  const std::vector<std::string>& layoutLines() const { return layoutLines_; }
+  // The configurations the device lists (subgroup scope), as it reports them.
+  const std::vector<VkCooperativeMatrixPropertiesKHR>& matrices() const { return matrices_; }
 
  private:
   std::unique_ptr<cmtest::Instance> instance_;
@@ -148,6 +169,10 @@ class Env {
   std::vector<VkCooperativeMatrixPropertiesKHR> matrices_;
   uint32_t subgroupSize_ = 0;
   bool flexMissing_ = false;
+  bool virtual_ = false;          // the suite's virtual device (COOPMAT_VIRTUAL_PROFILE), not a listed device
+  bool listed_ = false;           // EnvOptions::listedDevice
+  bool requireSize_ = false;      // EnvOptions::subgroupSize named one
+  std::vector<std::string> layoutLines_;
   bool expectRegisters_ = false;  // through the layer with lowering=auto
   bool native_ = false;           // the native lane: the driver's own extension, no layer
   bool throughLayer_ = false;
@@ -185,8 +210,11 @@ std::vector<SampledRun> Sample(const std::vector<std::string>& names, const std:
 // Target environments every shader is compiled for (and run in; COOPMAT_EXEC_TARGET_ENVS
 // may name a subset: a comma-separated list).
 const std::vector<std::string>& TargetEnvs();
-// $COOPMAT_SHADER_DIR/exec/<name>.<env>.spv; empty if missing.
+// $COOPMAT_SHADER_DIR/exec/<name>.<env>.spv, or the ShaderSource's; empty if missing.
 std::vector<uint32_t> LoadShader(const std::string& name, const std::string& env);
+// Where LoadShader finds modules instead of files (the self-test's embedded ones); an empty
+// function restores the files. Set before any test runs.
+void SetShaderSource(std::function<std::vector<uint32_t>(const std::string& name, const std::string& env)> source);
 
 // For one scope, LoadShader returns transform(words) instead (e.g. a module lowered
 // offline, run on the bare driver). Not thread-safe: one per test at a time.

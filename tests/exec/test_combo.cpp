@@ -1,6 +1,6 @@
 // combo.comp: reduce (in a helper function, under a uniform branch), transpose,
 // per-element and GetCoordinate together in one module, inside a loop.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

@@ -2,7 +2,7 @@
 // Op*Convert rules) and coopMatTransposeEXT (CooperativeMatrixTransposeEXT),
 // named after the VK-GL-CTS convert_* / transpose_* cases plus the EXT-only
 // directions (A/B -> accumulator, transpose to A).
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>

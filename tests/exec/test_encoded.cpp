@@ -7,7 +7,7 @@
 // configurations as RADV does, every case of it must run (Intel's 8x8x16 and 8x16x16 A,
 // B and accumulators differ in shape, so conversions between them do not exist). Reduce
 // is not here: it takes accumulators, which only Intel Xe2 lists in bfloat16.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

@@ -1,7 +1,7 @@
 // OpCooperativeMatrixGetCoordinateEXT: every invocation scatters each element it
 // holds, m[i], to out[coopMatGetCoordinateEXT(m, i)]. The output must reproduce
 // the loaded matrix exactly, every element written exactly once.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

@@ -2,7 +2,7 @@
 // against the CPU reference, and the driver's own NV coopmat2 per-element and
 // reduce operations at 8x8 (where lavapipe's are correct) as a cross-check of
 // the reference. These pass or fail independently of the layer and the lowering.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

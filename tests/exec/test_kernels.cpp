@@ -6,7 +6,7 @@
 // shared memory; and the GLA chunk once more with bfloat16 accumulators (GFX12's). They are written for 16x16x16 tiles: lavapipe runs them as its flexible
 // 16x16 (NV cooperative matrix 2), a virtual device with 16x16x16 configurations natively;
 // elsewhere they do not run (counted, exec_util.h).
-#include "cases.h"
+#include "cases_inl.h"
 #include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>

@@ -1,6 +1,6 @@
 // OpCooperativeMatrixPerElementOpEXT, named after the VK-GL-CTS cooperative_matrix
 // cases (khr_a / khr_b / khr_r: A, B and accumulator matrices).
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

@@ -1,7 +1,7 @@
 // OpCooperativeMatrixReduceEXT, named after the VK-GL-CTS cooperative_matrix
 // reduce_* cases, plus max. lavapipe's native NV row/column reduce is wrong above
 // one 8x8 tile, so only the CPU reference is the oracle here.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

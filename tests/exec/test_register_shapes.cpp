@@ -5,7 +5,7 @@
 // 32x32 transposes (a gather whose destination index depends on the lane), and
 // 24x16, a flexible shape that is not a power of two, has no linear layout and
 // must keep the portable path even when the layer passes layouts.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

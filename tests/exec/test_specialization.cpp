@@ -2,7 +2,7 @@
 // specialization constants, run at several specializations of the one module and
 // compared with a CPU reference; a specialization whose sizes do not match is
 // refused at pipeline creation with a message, never run.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

@@ -2,7 +2,7 @@
 // sees what the layer sends to the driver: the lowered module, a device without
 // the EXT) and above it (it sees what the application does: the EXT module on a
 // device with the EXT). Both must report nothing, and the results must still be right.
-#include "cases.h"
+#include "cases_inl.h"
 
 #include <catch2/catch_test_macros.hpp>
 

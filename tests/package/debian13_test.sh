@@ -127,6 +127,11 @@ attention() {  # attention [VAR=VALUE...]: its maintenance1 kernel through the i
   app "${virtual[@]}" "$@" /usr/libexec/coopmat-maintenance1/attention/attention --tile 16 --check-only --seq 48 --dim 32 \
     --heads 1 --ways layer >/tmp/out.txt 2>&1 && grep -Eq "^1\. maintenance1 +ok" /tmp/out.txt
 }
+# The packaged self-test above the virtual device (its GetCoordinate cases at wave64 on the
+# register route: the whole run is the main suite's, tests/virtual's virtual.selftest.*).
+check "coopmat-selftest from the package passes on the virtual device (GetCoordinate, wave64)" \
+  eval 'app "${virtual[@]}" coopmat-selftest --lowering auto --filter GetCoordinate >/tmp/out.txt 2>&1 &&
+        grep -Eq "^[1-9][0-9]* passed, 0 failed, 0 skipped$" /tmp/out.txt'
 rm -rf /tmp/dump
 check "attention runs its maintenance1 kernel on the virtual device (validate, dump_dir)" \
   attention VK_COOPMAT_MAINTENANCE1_VALIDATE=true VK_COOPMAT_MAINTENANCE1_DUMP_DIR=/tmp/dump

@@ -18,11 +18,12 @@ std::vector<const char*> LayerList(const InstanceOptions& options) {
   return layers;
 }
 
-VkPhysicalDevice PickPhysicalDevice(VkInstance instance) {
+VkPhysicalDevice PickPhysicalDevice(VkInstance instance, int index) {
   uint32_t count = 0;
   if (vkEnumeratePhysicalDevices(instance, &count, nullptr) != VK_SUCCESS || count == 0) return VK_NULL_HANDLE;
   std::vector<VkPhysicalDevice> devices(count);
   vkEnumeratePhysicalDevices(instance, &count, devices.data());
+  if (index >= 0) return static_cast<uint32_t>(index) < count ? devices[static_cast<size_t>(index)] : VK_NULL_HANDLE;
   const char* wanted = std::getenv("COOPMAT_TEST_DEVICE");
   for (VkPhysicalDevice device : devices) {
     VkPhysicalDeviceProperties properties;
@@ -74,7 +75,7 @@ Instance::Instance(const InstanceOptions& options) {
   messengerInfo.pNext = nullptr;
   auto create = proc<PFN_vkCreateDebugUtilsMessengerEXT>("vkCreateDebugUtilsMessengerEXT");
   if (create) create(instance_, &messengerInfo, nullptr, &messenger_);
-  physicalDevice_ = PickPhysicalDevice(instance_);
+  physicalDevice_ = PickPhysicalDevice(instance_, options.physicalDeviceIndex);
 }
 
 Instance::~Instance() {

@@ -25,6 +25,7 @@ struct InstanceOptions {
   std::vector<const char*> layersBelow;     // extra layers between ours and the driver
   std::vector<const char*> extensions;      // instance extensions besides VK_EXT_debug_utils
   uint32_t apiVersion = VK_API_VERSION_1_3;
+  int physicalDeviceIndex = -1;             // that device (vkEnumeratePhysicalDevices order); -1: see physicalDevice()
 };
 
 struct DeviceOptions {
@@ -59,7 +60,8 @@ class Instance {
   Instance& operator=(const Instance&) = delete;
 
   VkInstance handle() const { return instance_; }
-  // The lavapipe device, or the first one whose name contains $COOPMAT_TEST_DEVICE.
+  // The lavapipe device, or the first one whose name contains $COOPMAT_TEST_DEVICE, or the
+  // one InstanceOptions::physicalDeviceIndex names.
   VkPhysicalDevice physicalDevice() const { return physicalDevice_; }
   bool ok() const { return instance_ != VK_NULL_HANDLE && physicalDevice_ != VK_NULL_HANDLE; }
   VkResult createResult() const { return createResult_; }

@@ -1,0 +1,324 @@
+// coopmat-selftest: checks VK_EXT_cooperative_matrix_maintenance1 through the installed
+// layer on every device with VK_KHR_cooperative_matrix, with the execution suite's own
+// cases and CPU references (tests/exec), at every shape and type the device lists, at every
+// subgroup size the layer lowers for, on the register route (lowering=auto) and the
+// portable one. docs/selftest.md says what it covers and how to read it.
+#include "plan.h"
+#include "report.h"
+#include "selftest_modules.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#ifdef _WIN32
+#include <fcntl.h>
+#include <io.h>
+#define dup _dup
+#define dup2 _dup2
+#define fdopen _fdopen
+#define isatty _isatty
+#define fileno _fileno
+#define open _open
+constexpr const char* kNullDevice = "NUL";
+#else
+#include <fcntl.h>
+#include <unistd.h>
+constexpr const char* kNullDevice = "/dev/null";
+#endif
+
+namespace {
+
+using namespace selftest;
+
+constexpr const char* kLayer = "VK_LAYER_coopmat_maintenance1";
+
+struct Options {
+  int device = -1;                  // --device N: only that one
+  std::string json;                 // --json FILE
+  std::string builtinLayouts;       // --builtin-layouts FAMILY
+  std::vector<std::string> routes = {"auto", "portable"};
+  std::string filter;               // --filter TEXT: cases whose name or operation contains it
+  bool list = false;                // --list: print the plan, run nothing
+  bool verbose = false;             // --verbose: the layer's and driver's own stderr lines too
+};
+
+constexpr const char* kUsage =
+    "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable] [--builtin-layouts FAMILY]\n"
+    "                        [--filter TEXT] [--list] [--verbose]\n"
+    "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
+    "with VK_KHR_cooperative_matrix, at every shape and type it lists, and compares each result with a CPU\n"
+    "reference. Exit status: 0 all passed, 1 a failure, 2 nothing could be tested or bad arguments.\n"
+    "  --device N             only device N (vkEnumeratePhysicalDevices order, as listed)\n"
+    "  --json FILE            also write the whole report as JSON (attach it to a bug report)\n"
+    "  --lowering ROUTE       only that route (default: both)\n"
+    "  --builtin-layouts F    use the layer's built-in table of family F (lavapipe, radv-gfx11, radv-gfx12,\n"
+    "                         cdna-mfma, nvidia-mma) instead of the probed layouts: checks a table on a device\n"
+    "  --filter TEXT          only cases whose name or operation contains TEXT\n"
+    "  --list                 list the cases for each device and run none\n"
+    "  --verbose              let the layer and the driver write to stderr (the layer's lines are in the report anyway)\n";
+
+bool ParseOptions(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string& out) {
+      if (i + 1 >= argc) return false;
+      out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (arg == "--device" && value(v)) {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (*end || n < 0) return false;
+      o.device = static_cast<int>(n);
+    } else if (arg == "--json" && value(v)) {
+      o.json = v;
+    } else if (arg == "--lowering" && value(v) && (v == "auto" || v == "portable")) {
+      o.routes = {v};
+    } else if (arg == "--builtin-layouts" && value(v)) {
+      o.builtinLayouts = v;
+    } else if (arg == "--filter" && value(v)) {
+      o.filter = v;
+    } else if (arg == "--list") {
+      o.list = true;
+    } else if (arg == "--verbose") {
+      o.verbose = true;
+    } else {
+      std::fprintf(stderr, "coopmat-selftest: unknown or incomplete argument '%s'\n%s", arg.c_str(), kUsage);
+      return false;
+    }
+  }
+  return true;
+}
+
+std::vector<uint32_t> FindEmbeddedModule(const std::string& name, const std::string& env) {
+  for (const EmbeddedModule& m : kSelftestModules)
+    if (env == "spirv1.6" && name == m.name) return std::vector<uint32_t>(m.words, m.words + m.count);
+  return {};
+}
+
+std::string Version(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+// The layer as the loader lists it; empty when it is not installed.
+std::string LayerDescription() {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  for (const VkLayerProperties& l : layers)
+    if (std::strcmp(l.layerName, kLayer) == 0)
+      return std::string(l.layerName) + " " + std::to_string(l.implementationVersion) + " (" + l.description +
+             "), Vulkan " + Version(l.specVersion);
+  return "";
+}
+
+struct DeviceInfo {
+  std::string name, driver, apiVersion;
+  bool cooperativeMatrix = false;
+};
+
+// Every physical device, as a bare instance sees it.
+std::vector<DeviceInfo> Devices() {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "coopmat-selftest";
+  app.apiVersion = VK_API_VERSION_1_3;
+  VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  info.pApplicationInfo = &app;
+  VkInstance instance = VK_NULL_HANDLE;
+  if (vkCreateInstance(&info, nullptr, &instance) != VK_SUCCESS) return {};
+  uint32_t count = 0;
+  vkEnumeratePhysicalDevices(instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> handles(count);
+  vkEnumeratePhysicalDevices(instance, &count, handles.data());
+  std::vector<DeviceInfo> out;
+  for (VkPhysicalDevice handle : handles) {
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &driver};
+    vkGetPhysicalDeviceProperties2(handle, &properties);
+    DeviceInfo d;
+    d.name = properties.properties.deviceName;
+    d.driver = std::string(driver.driverName) + " " + driver.driverInfo;
+    d.apiVersion = Version(properties.properties.apiVersion);
+    uint32_t extensions = 0;
+    vkEnumerateDeviceExtensionProperties(handle, nullptr, &extensions, nullptr);
+    std::vector<VkExtensionProperties> list(extensions);
+    vkEnumerateDeviceExtensionProperties(handle, nullptr, &extensions, list.data());
+    for (const VkExtensionProperties& e : list)
+      d.cooperativeMatrix |= std::strcmp(e.extensionName, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0;
+    out.push_back(d);
+  }
+  vkDestroyInstance(instance, nullptr);
+  return out;
+}
+
+exec::EnvOptions EnvFor(const Options& o, uint32_t device, uint32_t subgroupSize, const std::string& route) {
+  exec::EnvOptions e;
+  e.listedDevice = true;
+  e.deviceIndex = static_cast<int>(device);
+  e.subgroupSize = subgroupSize;
+  // Through the layer also where the driver has the extension itself.
+  e.layerSettings = {{"force_enable", "true"}, {"lowering", route}};
+  if (!o.builtinLayouts.empty()) {
+    e.layerSettings.push_back({"layout_probe", "false"});
+    e.layerSettings.push_back({"builtin_layouts", o.builtinLayouts});
+  }
+  return e;
+}
+
+// The subgroup sizes the layer has layouts for (where it lowers in registers); the device's
+// default where it has none.
+std::vector<uint32_t> SubgroupSizes(const exec::Env& env) {
+  std::set<uint32_t> sizes;
+  for (const std::string& line : env.layoutLines()) {
+    if (line.rfind("layout: ", 0) != 0) continue;
+    for (const coopmat::LinearLayout& l : coopmat::ParseLayouts(line.substr(8, line.find('#') - 8)).layouts)
+      sizes.insert(l.key.subgroupSize);
+  }
+  if (sizes.empty()) sizes.insert(env.subgroupSize());
+  return {sizes.begin(), sizes.end()};
+}
+
+// The tool's own messages and progress. The layer logs every line it sends through
+// VK_EXT_debug_utils to stderr as well (at the info level the self-test needs for the layout
+// lines, hundreds of them); those reach the report through the messenger, so unless --verbose
+// stderr itself goes to the null device and the tool keeps a copy of it.
+std::FILE* gErr = stderr;
+void QuietStderr() {
+  std::fflush(stderr);
+  const int copy = dup(fileno(stderr));
+  const int null = open(kNullDevice, O_WRONLY);
+  if (copy < 0 || null < 0) return;
+  if (std::FILE* err = fdopen(copy, "w")) {
+    gErr = err;
+    dup2(null, fileno(stderr));
+  }
+}
+
+class Progress {
+ public:
+  Progress() : on_(isatty(fileno(gErr))) {}
+  void Show(const std::string& text) {
+    if (!on_) return;
+    std::fprintf(gErr, "\r%-100.100s", text.c_str());
+    std::fflush(gErr);
+  }
+  void Clear() {
+    if (!on_) return;
+    std::fprintf(gErr, "\r%100s\r", "");
+    std::fflush(gErr);
+  }
+
+ private:
+  bool on_;
+};
+
+PassReport RunPass(const Options& o, uint32_t device, uint32_t subgroupSize, uint32_t defaultSize, const std::string& route,
+                   const std::vector<PlannedCase>& plan, Progress& progress) {
+  PassReport pass;
+  pass.subgroupSize = subgroupSize;
+  pass.route = route;
+  const exec::Env env(EnvFor(o, device, subgroupSize == defaultSize ? 0 : subgroupSize, route));
+  if (std::string problem = env.Problem(); !problem.empty()) {
+    pass.problem = problem;
+    return pass;
+  }
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const PlannedCase& c = plan[i];
+    progress.Show("device " + std::to_string(device) + ", subgroup size " + std::to_string(subgroupSize) + ", lowering=" +
+                  route + ": " + std::to_string(i + 1) + "/" + std::to_string(plan.size()) + " " + c.name);
+    CaseResult r{c.operation, c.matrix, c.name, c.feature};
+    r.detail = c.run(env);
+    if (r.detail.rfind(exec::kNotRun, 0) == 0) r.outcome = Outcome::Skip;
+    else if (!r.detail.empty()) r.outcome = Outcome::Fail;
+    pass.cases.push_back(std::move(r));
+  }
+  progress.Clear();
+  return pass;
+}
+
+DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info, Progress& progress) {
+  DeviceReport d;
+  d.index = index;
+  d.name = info.name;
+  d.driver = info.driver;
+  d.apiVersion = info.apiVersion;
+  const exec::Env first(EnvFor(o, index, 0, "auto"));
+  if (std::string problem = first.Problem(); !problem.empty()) {
+    d.problem = problem;
+    return d;
+  }
+  d.layoutLines = first.layoutLines();
+  d.unknownTypes = UnknownTypes(first.matrices());
+  std::vector<PlannedCase> plan;
+  for (PlannedCase& c : Plan(ListedMatrices(first.matrices())))
+    if (o.filter.empty() || c.name.find(o.filter) != std::string::npos || c.operation.find(o.filter) != std::string::npos)
+      plan.push_back(std::move(c));
+  if (o.list) {
+    for (const PlannedCase& c : plan) std::printf("  %-34s %-18s %s\n", c.operation.c_str(), c.matrix.c_str(), c.name.c_str());
+    return d;
+  }
+  const uint32_t defaultSize = first.subgroupSize();
+  for (uint32_t size : SubgroupSizes(first))
+    for (const std::string& route : o.routes) d.passes.push_back(RunPass(o, index, size, defaultSize, route, plan, progress));
+  return d;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!ParseOptions(argc, argv, options)) return 2;
+  if (!options.verbose) QuietStderr();
+  exec::SetShaderSource(FindEmbeddedModule);
+  Report report;
+  report.layer = LayerDescription();
+  if (report.layer.empty()) {
+    std::fprintf(gErr, "coopmat-selftest: the layer %s is not installed (the loader does not list it)\n", kLayer);
+    return 2;
+  }
+  std::printf("coopmat-selftest: %s\n", report.layer.c_str());
+  const std::vector<DeviceInfo> devices = Devices();
+  Progress progress;
+  bool tested = false;
+  for (uint32_t i = 0; i < devices.size(); ++i) {
+    if (options.device >= 0 && static_cast<uint32_t>(options.device) != i) continue;
+    if (!devices[i].cooperativeMatrix) {
+      std::printf("device %u: %s: no VK_KHR_cooperative_matrix, not tested\n", i, devices[i].name.c_str());
+      continue;
+    }
+    tested = true;
+    report.devices.push_back(TestDevice(options, i, devices[i], progress));
+    if (!options.list) PrintDevice(stdout, report.devices.back());
+    std::fflush(stdout);
+  }
+  if (!tested) {
+    std::fprintf(gErr, "coopmat-selftest: no device with VK_KHR_cooperative_matrix%s\n",
+                 options.device >= 0 ? " at that index" : "");
+    return 2;
+  }
+  if (!options.json.empty()) {
+    std::ofstream json(options.json);
+    json << ToJson(report);
+    if (!json) {
+      std::fprintf(gErr, "coopmat-selftest: cannot write %s\n", options.json.c_str());
+      return 2;
+    }
+  }
+  if (options.list) return 0;
+  const Totals totals = Count(report);
+  std::printf("%s\n", SummaryLine(totals).c_str());
+  return totals.failed ? 1 : 0;
+}

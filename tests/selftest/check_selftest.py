@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Runs coopmat-selftest and checks what it reported, from its --json output and its exit
+status, against facts the tool does not compute: the matrices the device lists (a virtual
+device's profile file, or a count) and the operations every such device must have run.
+
+  check_selftest.py --pass (--profile FILE | --matrices N) [--virtual-log LOG] -- <coopmat-selftest> [args...]
+  check_selftest.py --fail [--virtual-log LOG] -- <coopmat-selftest> [args...]
+
+--pass: exit status 0, nothing failed or skipped, on every device and pass a GetCoordinate
+case of each listed matrix (use, type, shape) and at least one case of every operation the
+listed matrices allow (Reduce 2x2 only where a quarter-size accumulator is listed).
+--fail: exit status 1, failures counted and shown as FAIL in the table (the tool can fail).
+--virtual-log: the virtual device's log (COOPMAT_VIRTUAL_LOG), removed first; with --pass a
+`fault` line there fails the check (the tool hides stderr, where the virtual device also
+writes it)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# The operations every device with an A, a B and an arithmetic accumulator of one shape runs.
+ALWAYS = ["GetCoordinate", "PerElementOp (row, col)", "PerElementOp (2 operands)", "Reduce row", "Reduce col",
+          "Reduce rowcol", "ConvertUse Acc -> A", "ConvertUse Acc -> B", "ConvertUse A -> Acc", "ConvertUse B -> Acc"]
+
+
+def profile_matrices(path):
+    """Every (use, type, rows x cols) a virtual device's profile lists (its `matrix` lines:
+    M N K A B C Result), as the tool names them."""
+    out = set()
+    for line in open(path):
+        words = line.split()
+        if words[:1] != ["matrix"]:
+            continue
+        m, n, k = (int(w) for w in words[1:4])
+        a, b, c, r = words[4:8]
+        out |= {f"a {a} {m}x{k}", f"b {b} {k}x{n}", f"acc {c} {m}x{n}", f"acc {r} {m}x{n}"}
+    return out
+
+
+def main(argv):
+    if "--" not in argv:
+        sys.exit(__doc__)
+    options, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    want_pass = "--pass" in options
+    expected = None
+    if "--profile" in options:
+        expected = profile_matrices(options[options.index("--profile") + 1])
+    count = int(options[options.index("--matrices") + 1]) if "--matrices" in options else None
+    log = options[options.index("--virtual-log") + 1] if "--virtual-log" in options else None
+    if log and os.path.exists(log):
+        os.remove(log)
+    with tempfile.TemporaryDirectory() as scratch:
+        report_path = os.path.join(scratch, "report.json")
+        run = subprocess.run(command + ["--json", report_path], capture_output=True, text=True)
+        print(run.stdout, end="")
+        print(run.stderr, end="", file=sys.stderr)
+        report = json.load(open(report_path))
+    problems = []
+    summary = f"{report['passed']} passed, {report['failed']} failed, {report['skipped']} skipped"
+    if summary not in run.stdout.splitlines():
+        problems.append(f"the closing line '{summary}' is missing")
+    if want_pass:
+        if run.returncode != 0 or report["failed"] or report["skipped"] or not report["passed"]:
+            problems.append(f"exit status {run.returncode}, {summary}: expected a clean pass")
+        if not report["devices"]:
+            problems.append("no device was tested")
+        for device in report["devices"]:
+            if not device["passes"]:
+                problems.append(f"device {device['name']}: no pass ran ({device['problem']})")
+            for p in device["passes"]:
+                where = f"device {device['name']}, subgroup size {p['subgroupSize']}, lowering={p['lowering']}"
+                ran = {c["operation"] for c in p["cases"] if c["result"] == "pass"}
+                for operation in ALWAYS:
+                    if operation not in ran:
+                        problems.append(f"{where}: no {operation} case passed")
+                coords = {c["matrix"] for c in p["cases"] if c["operation"] == "GetCoordinate" and c["result"] == "pass"}
+                if expected is not None and coords != expected:
+                    problems.append(f"{where}: GetCoordinate ran on {sorted(coords)}, the profile lists {sorted(expected)}")
+                if count is not None and len(coords) != count:
+                    problems.append(f"{where}: GetCoordinate ran on {len(coords)} matrices, the device lists {count}")
+    else:
+        if run.returncode != 1 or not report["failed"] or "FAIL" not in run.stdout:
+            problems.append(f"exit status {run.returncode}, {summary}: expected failures shown as FAIL and exit status 1")
+    if log:
+        if not os.path.exists(log):
+            problems.append(f"the virtual device wrote no log ({log}): did it run?")
+        elif want_pass:  # wrong layouts (--fail) make replicas disagree: faults are expected there
+            problems += [f"virtual device: {line.strip()}" for line in open(log) if line.startswith("fault")]
+    for problem in problems:
+        print(f"check_selftest: {problem}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
