@@ -3,6 +3,7 @@ lane's sample and its COOPMAT_EXEC_SAMPLE setting; shared by the lanes that run 
 (sampled_run.py here, with a seed fixed per lane; tests/virtual/exec_lane.py, per lane and commit)."""
 import os
 import re
+import sys
 import zlib
 
 
@@ -58,3 +59,32 @@ def read_tally(out):
     ran = re.findall(r"^exec tally: ran (\d+)$", out, re.M)
     not_run = [(int(count), reason) for count, reason in re.findall(r"^exec tally: not run (\d+): (.*)$", out, re.M)]
     return (int(ran[-1]) if ran else None), not_run
+
+
+def suite_summary(case_tally_dir):
+    """One line per lowering for scripts/test's summary, from the lines each ctest case of the
+    lavapipe suite wrote (main.cpp's COOPMAT_EXEC_CASE_TALLY): test cases that dispatched and
+    their dispatches, runs not run, test cases skipped (dispatched nothing included), failed,
+    and those that dispatch nothing by design ([cpu], [no-dispatch])."""
+    lanes = {}
+    names = sorted(os.listdir(case_tally_dir)) if os.path.isdir(case_tally_dir) else []
+    for name in names:
+        for line in open(os.path.join(case_tally_dir, name)):
+            lowering, outcome, ran, not_run, _case = line.rstrip("\n").split("\t", 4)
+            lane = lanes.setdefault(lowering, {"ran": 0, "not run": 0})
+            lane[outcome] = lane.get(outcome, 0) + 1
+            lane["ran"] += int(ran)
+            lane["not run"] += int(not_run)
+    if not lanes:
+        return ["lavapipe suite: no case tally (no case of it ran)"]
+    return [f"lavapipe suite {lowering}: {l.get('dispatched', 0)} test cases dispatched {l['ran']} runs, "
+            f"{l['not run']} runs not run; {l.get('skipped', 0) + l.get('nothing', 0)} test cases skipped "
+            f"({l.get('nothing', 0)} of them dispatched nothing), {l.get('failed', 0) + l.get('mistagged', 0)} failed, "
+            f"{l.get('by-design', 0)} dispatch nothing by design ([cpu], [no-dispatch])"
+            for lowering, l in sorted(lanes.items())]
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["suite-summary"] or len(sys.argv) != 3:
+        sys.exit("usage: exec_tally.py suite-summary <case tally dir>")
+    print("\n".join(suite_summary(sys.argv[2])))

@@ -251,7 +251,7 @@ TEST_CASE("convert_within_the_shared_memory_budget", "[exec][budget]") {
 // workgroups run at once (few fit the processor's pool), a round trip that would cost
 // one resident workgroup gives way to register moves; where many fit, or the pool is
 // unknown, the measured costs decide.
-TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget]") {
+TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget][cpu]") {
   const std::vector<uint32_t> words = LoadShader(ConvertCase{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true}.Name(),
                                                  "spirv1.6");
   REQUIRE(!words.empty());
