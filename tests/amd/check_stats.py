@@ -96,10 +96,23 @@ def run_opbench(gpu, opbench, extra, require):
             env = shim_environment(gpu, cache, require)
             proc = subprocess.run([opbench, "--stats", "--sizes", size] + extra, env=env, capture_output=True,
                                   text=True)
-        sys.stderr.write("".join(l + "\n" for l in proc.stderr.splitlines() if not l.startswith("skipped ")))
+        lines = proc.stderr.splitlines()
+        sys.stderr.write("".join(l + "\n" for l in lines if not l.startswith("skipped ")))
+        sys.stderr.write("".join(f"{l}\n" for l in skipped_by_reason(lines)))
         rows += list(csv.DictReader(io.StringIO(proc.stdout)))
         status = status or proc.returncode
     return status, rows
+
+
+def skipped_by_reason(lines):
+    """opbench's "skipped <module>: <reason>" lines (a type the driver does not list), one line
+    per reason with its count and first module: hundreds of modules, a few reasons."""
+    reasons = {}
+    for line in lines:
+        skipped = re.fullmatch(r"skipped (\S+): (.*)", line)
+        if skipped:
+            reasons.setdefault(skipped[2], []).append(skipped[1])
+    return [f"skipped {len(names)} modules: {reason} (first {names[0]})" for reason, names in sorted(reasons.items())]
 
 
 def creation_failures(rows, key):

@@ -530,6 +530,13 @@ void CountNotRun(const std::string& reason) {
   ++TheTally().notRun[reason];
 }
 
+TallyTotals CurrentTallyTotals() {
+  std::lock_guard lock(TheTally().mutex);
+  TallyTotals totals{TheTally().ran, 0};
+  for (const auto& [reason, count] : TheTally().notRun) totals.notRun += count;
+  return totals;
+}
+
 void PrintRunTally() {
   std::lock_guard lock(TheTally().mutex);
   std::printf("exec tally: ran %zu\n", TheTally().ran);

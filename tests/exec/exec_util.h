@@ -255,5 +255,12 @@ void CountCell(const std::string& cell, bool ran);
 // "exec tally: ran N", then "exec tally: not run K: <reason>" per reason, then
 // "exec tally: cell <cell> ran N" per cell (stdout).
 void PrintRunTally();
+// The tally's totals so far: the suite's main (main.cpp) takes them before and after each test
+// case, to tell a case that dispatched nothing.
+struct TallyTotals {
+  size_t ran = 0;     // dispatches that executed
+  size_t notRun = 0;  // runs and cases not run, every reason
+};
+TallyTotals CurrentTallyTotals();
 
 }  // namespace exec

@@ -1,46 +1,58 @@
 #!/usr/bin/env python3
-"""The execution suite on a sample of its runs, with a floor: COOPMAT_EXEC_SAMPLE (exec_util.h)
-set to `fraction` and a seed fixed per lane, so that CI runs the same sample every time. Fails
-when the suite fails, prints no tally, or ran fewer dispatches than FLOOR_SHARE (90%) of the whole
-suite's `full_runs` times the fraction (a sample that runs nearly nothing is not a pass).
+"""The execution suite on lavapipe on a sample of its runs, as a lane with a floor: the GLSL round
+trip's runs of round-tripped modules, the portable lowering with LLVM's optimizations on. Of each
+CheckAll's runs, `fraction` are drawn and every group executes one at least (COOPMAT_EXEC_SAMPLE,
+exec_util.h), with a seed fixed per lane, so that CI runs the same sample every time and the
+floor, lane_expectations.txt's `floor <name> <mode>`, is the sample's whole dispatch count,
+without a margin. (Every cell once, as the virtual lanes draw, would take 2.5 times the
+dispatches: a round trip's 294 cells made 337.) Fails when the suite fails or prints no tally,
+ran fewer dispatches than that floor, or did not run something for a reason neither that file
+nor lavapipe's profile (tests/virtual/profiles/lavapipe.txt: the types lavapipe lists) allows.
+Prints the reasons runs did not run, and writes the lane's one-line tally to
+<scratch>/lane-summary.txt, which scripts/test's summary prints.
 
-  sampled_run.py <lane name> <fraction> <full runs> <program> [args...]
+  sampled_run.py <name> <mode> <fraction> <scratch dir> <program> [args...]
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
-from exec_tally import lane_seed, read_tally, sample_setting
+from exec_tally import check_suite, lane_seed, read_cells, read_tally, report_cells, sample_setting, write_summary_line
 
-FLOOR_SHARE = 0.9  # of the dispatches the fraction should draw
+LAVAPIPE_PROFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "virtual", "profiles", "lavapipe.txt")
 
 
 def main():
-    lane, fraction, full_runs, program, *args = sys.argv[1:]
-    fraction = float(fraction)
+    name, mode, fraction, scratch, program, *args = sys.argv[1:]
+    lane = f"{name}.{mode}"
     seed = lane_seed(lane)
-    floor = int(FLOOR_SHARE * fraction * int(full_runs))
-    env = dict(os.environ, COOPMAT_EXEC_SAMPLE=sample_setting(fraction, seed))
-    print(f"lane {lane}: sample {fraction} with seed {seed}, floor {floor} dispatches", flush=True)
-    run = subprocess.run([program, *args], env=env, capture_output=True, text=True)
+    setting = sample_setting(fraction, seed)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    print(f"lane {lane}: {fraction} of the runs, one of each group at least, seed {seed} "
+          f"(COOPMAT_EXEC_SAMPLE={setting})", flush=True)
+    run = subprocess.run([program, *args], env=dict(os.environ, COOPMAT_EXEC_SAMPLE=setting), capture_output=True,
+                         text=True, timeout=840)
     out = run.stdout + run.stderr
-    ran, _ = read_tally(out)
+    ran, not_run = read_tally(out)
+    cells = read_cells(out)
+    totals = re.findall(r"^(test cases:.*|All tests passed.*)$", out, re.M)
     problems = []
     if run.returncode != 0:
         problems.append(f"{os.path.basename(program)} failed ({run.returncode})")
-    if ran is None:
-        problems.append("the suite printed no tally (it stopped before its end)")
-    elif ran < floor:
-        problems.append(f"ran {ran} dispatches, below the floor of {floor}")
-    # The layer's info lines (its layouts, every pipeline) would bury a failure's report.
-    shown = "\n".join(l for l in out.splitlines() if ": info: " not in l)
-    print(shown[-20000:] if problems else "\n".join(l for l in out.splitlines() if l.startswith("exec tally:")))
-    for line in re.findall(r"^(test cases:.*|All tests passed.*)$", out, re.M):
-        print(line)
+    problems += check_suite(LAVAPIPE_PROFILE, name, mode, ran, not_run, cells)
+    write_summary_line(scratch, f"lavapipe lane {lane}", seed, ran, not_run, cells, totals, failed=bool(problems))
     if problems:
-        sys.exit(f"lane {lane}: " + "; ".join(problems))
-    print(f"lane {lane}: ran {ran} dispatches (floor {floor})")
+        # The layer's info lines (its layouts, every pipeline) would bury a failure's report.
+        report = "\n".join(l for l in out.splitlines() if ": info: " not in l)
+        sys.exit("\n".join(problems) + f"\n--- seed {seed}; output:\n" + report[-30000:])
+    print("\n".join(totals))
+    print(f"{ran} dispatches ran; not run: {sum(c for c, _ in not_run)}")
+    for count, reason in not_run:
+        print(f"  {count}x {reason}")
+    print("\n".join(report_cells(cells)))
 
 
 if __name__ == "__main__":

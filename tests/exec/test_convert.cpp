@@ -205,7 +205,7 @@ TEST_CASE("muladd_converted_a", "[exec][convert][muladd]") {
 // the right result. Lowered offline with RADV's cost choice and lavapipe's layouts,
 // run on the bare driver against the CPU reference; the canary fills all but 128
 // bytes of lavapipe's 32768.
-TEST_CASE("convert_within_the_shared_memory_budget", "[exec][budget]") {
+TEST_CASE("convert_within_the_shared_memory_budget", "[exec][budget][lowers-itself]") {
   const std::vector<ConvertCase> cases = {{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true},
                                           {Use::Acc, T::F32, 8, 8, Use::A, T::F16, true, true, true}};
   auto options = [](uint32_t limit) {
@@ -251,7 +251,7 @@ TEST_CASE("convert_within_the_shared_memory_budget", "[exec][budget]") {
 // workgroups run at once (few fit the processor's pool), a round trip that would cost
 // one resident workgroup gives way to register moves; where many fit, or the pool is
 // unknown, the measured costs decide.
-TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget]") {
+TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget][cpu]") {
   const std::vector<uint32_t> words = LoadShader(ConvertCase{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true}.Name(),
                                                  "spirv1.6");
   REQUIRE(!words.empty());

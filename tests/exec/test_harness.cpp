@@ -24,7 +24,7 @@ TEST_CASE("harness: KHR muladd with flexible dimensions", "[exec][harness][flex]
   CheckAll(env, std::vector<MulAddCase>{{"khr", T::F16, T::F32, 16, 16, 16}}, {Grid{2, 2}});
 }
 
-TEST_CASE("harness: failures are reported, not hidden", "[exec][harness]") {
+TEST_CASE("harness: failures are reported, not hidden", "[exec][harness][no-dispatch]") {
   EXEC_ENV(env, .flex = false, .layer = false);
   std::vector<Bytes> buffers;
   CHECK(Dispatch(env, cmtest::ComputeJob{}, Grid{}, buffers) == "shader missing or empty");

@@ -4,8 +4,6 @@
 #include "reference.h"
 
 #include <catch2/catch_test_macros.hpp>
-#include <catch2/reporters/catch_reporter_event_listener.hpp>
-#include <catch2/reporters/catch_reporter_registrars.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -20,7 +18,7 @@ Matrix Make(T t, uint32_t rows, uint32_t cols, std::vector<double> v) {
 }
 }  // namespace
 
-TEST_CASE("reference: element conversions wrap and round like SPIR-V", "[exec][reference]") {
+TEST_CASE("reference: element conversions wrap and round like SPIR-V", "[exec][reference][cpu]") {
   CHECK(Wrap(T::U8, 300) == 44);               // OpUConvert truncates
   CHECK(Wrap(T::S8, -200) == 56);              // OpSConvert truncates
   CHECK(Wrap(T::S8, 4294967295.0) == -1);      // u32 0xffffffff -> s8
@@ -39,7 +37,7 @@ TEST_CASE("reference: element conversions wrap and round like SPIR-V", "[exec][r
   CHECK(Bits(T::S32, -2) == 0xfffffffeu);
 }
 
-TEST_CASE("reference: pack and unpack round trip", "[exec][reference]") {
+TEST_CASE("reference: pack and unpack round trip", "[exec][reference][cpu]") {
   const Matrix m = Make(T::S8, 2, 3, {1, -2, 3, -4, 5, -128});
   const Bytes rowMajor = Pack({m});
   REQUIRE(rowMajor.size() == 6);
@@ -52,7 +50,7 @@ TEST_CASE("reference: pack and unpack round trip", "[exec][reference]") {
   CHECK_FALSE(Compare(Unpack(colMajor, T::S8, 2, 3, 1).at(0), m).empty());
 }
 
-TEST_CASE("reference: reduce", "[exec][reference]") {
+TEST_CASE("reference: reduce", "[exec][reference][cpu]") {
   // 4 x 4:
   //  1  2  3  4
   //  5  6  7  8
@@ -87,7 +85,7 @@ TEST_CASE("reference: reduce", "[exec][reference]") {
   CHECK(Reduce(u, kRow, Combine::Sum, 1, 2).at(0, 0) == 1);
 }
 
-TEST_CASE("reference: per-element, convert, transpose, muladd", "[exec][reference]") {
+TEST_CASE("reference: per-element, convert, transpose, muladd", "[exec][reference][cpu]") {
   const Matrix m = Make(T::U8, 2, 2, {250, 1, 2, 3});
   const Matrix p = PerElement(m, [](uint32_t r, uint32_t c, double x) { return x + r * 3 + c; });
   CHECK(p.at(0, 0) == 250);
@@ -115,7 +113,7 @@ TEST_CASE("reference: per-element, convert, transpose, muladd", "[exec][referenc
   CHECK(D.at(1, 1) == 49);
 }
 
-TEST_CASE("reference: compare reports mismatches", "[exec][reference]") {
+TEST_CASE("reference: compare reports mismatches", "[exec][reference][cpu]") {
   const Matrix a = Make(T::F32, 1, 2, {1, 2});
   Matrix b = a;
   CHECK(Compare(a, b).empty());
@@ -124,21 +122,11 @@ TEST_CASE("reference: compare reports mismatches", "[exec][reference]") {
   CHECK_FALSE(Compare(Make(T::F32, 2, 1, {1, 2}), a).empty());
 }
 
-namespace {
-// The suite's tally (exec_util.h) once every test case has run: the virtual lanes read it.
-class PrintTallyAtEnd : public Catch::EventListenerBase {
- public:
-  using Catch::EventListenerBase::EventListenerBase;
-  void testRunEnded(const Catch::TestRunStats&) override { exec::PrintRunTally(); }
-};
-CATCH_REGISTER_LISTENER(PrintTallyAtEnd)
-}  // namespace
-
 // The CPU reference's bfloat16 and fp8 values against their published encodings (OCP 8-bit
 // floating point specification 1.0 for E4M3 and E5M2; bfloat16 as binary32's high half,
 // rounded to nearest even): a table written from the formats' definitions, not from
 // passes/ieee_float, which the reference and the virtual device's self-checks both use.
-TEST_CASE("reference: bfloat16 and fp8 encodings are the published ones", "[exec][reference]") {
+TEST_CASE("reference: bfloat16 and fp8 encodings are the published ones", "[exec][reference][cpu]") {
   struct Case {
     T type;
     double value;

@@ -170,7 +170,7 @@ TEST_CASE("specialization-constant tiles through shader objects", "[exec][specia
   SpecTilesThrough(env, cmtest::ShaderPath::ShaderObject);
 }
 
-TEST_CASE("a specialization whose tile sizes do not match is refused at pipeline creation", "[exec][specialization][layer-only]") {
+TEST_CASE("a specialization whose tile sizes do not match is refused at pipeline creation", "[exec][specialization][layer-only][no-dispatch]") {
   EXEC_ENV(env, .flex = true);
   // The device's tile t (8 on lavapipe): TN = t, TK = 2t, so P (TM x TN) cannot
   // become an A matrix of TM x TK.
