@@ -6,7 +6,7 @@
 # a root with dpkg-dev, which must not rebuild what the toolchain root built.
 set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/design.md ${PROJECT_SOURCE_DIR}/docs/performance.md
-              ${PROJECT_SOURCE_DIR}/docs/packaging.md
+              ${PROJECT_SOURCE_DIR}/docs/packaging.md ${PROJECT_SOURCE_DIR}/docs/selftest.md
         DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/coopmat-maintenance1)
 
 set(CPACK_PACKAGE_NAME coopmat-maintenance1)

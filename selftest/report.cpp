@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -67,19 +68,20 @@ void PrintTable(std::FILE* out, const PassReport& pass) {
   }
   size_t first = 6;
   for (const std::string& m : matrices) first = std::max(first, m.size());
-  std::fprintf(out, "  %-*s", static_cast<int>(first), "matrix");
   std::vector<size_t> widths;
-  for (const std::string& h : headers) {
-    widths.push_back(std::max<size_t>(h.size(), 6));
-    std::fprintf(out, " %-*s", static_cast<int>(widths.back()), h.c_str());
-  }
-  std::fprintf(out, "\n");
-  for (const std::string& m : matrices) {
-    std::fprintf(out, "  %-*s", static_cast<int>(first), m.c_str());
-    for (size_t i = 0; i < headers.size(); ++i)
-      std::fprintf(out, " %-*s", static_cast<int>(widths[i]), Cell(cells[{m, headers[i]}]).c_str());
-    std::fprintf(out, "\n");
-  }
+  for (const std::string& h : headers) widths.push_back(std::max<size_t>(h.size(), 6));
+  // One row: its cells padded to the columns, no trailing blanks.
+  auto row = [&](const std::string& label, const std::function<std::string(size_t)>& cell) {
+    std::string line = "  " + label + std::string(first - label.size(), ' ');
+    for (size_t i = 0; i < headers.size(); ++i) {
+      const std::string text = cell(i);
+      line += " " + text + std::string(widths[i] - std::min(widths[i], text.size()), ' ');
+    }
+    line.erase(line.find_last_not_of(' ') + 1);
+    std::fprintf(out, "%s\n", line.c_str());
+  };
+  row("matrix", [&](size_t i) { return headers[i]; });
+  for (const std::string& m : matrices) row(m, [&](size_t i) { return Cell(cells[{m, headers[i]}]); });
 }
 
 // What works around a failed operation: the portable route where it passed there, else

@@ -120,8 +120,7 @@ std::string LayerDescription() {
   vkEnumerateInstanceLayerProperties(&count, layers.data());
   for (const VkLayerProperties& l : layers)
     if (std::strcmp(l.layerName, kLayer) == 0)
-      return std::string(l.layerName) + " " + std::to_string(l.implementationVersion) + " (" + l.description +
-             "), Vulkan " + Version(l.specVersion);
+      return std::string(l.layerName) + " (" + l.description + "), built for Vulkan " + Version(l.specVersion);
   return "";
 }
 
