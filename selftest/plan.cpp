@@ -1,5 +1,7 @@
 #include "plan.h"
 
+#include "kernels.h"
+
 #include <algorithm>
 #include <optional>
 
@@ -131,6 +133,34 @@ std::vector<PlannedCase> Plan(const std::vector<ListedMatrix>& matrices) {
     PlanReduce(m, matrices, out);
     PlanConvert(m, matrices, out);
   }
+  return out;
+}
+
+std::vector<PlannedCase> PlanKernels(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations) {
+  auto listed = [&](T a, T c) {
+    return std::any_of(configurations.begin(), configurations.end(), [&](const VkCooperativeMatrixPropertiesKHR& p) {
+      const uint32_t tile = exec::kKernelTile;
+      return p.scope == VK_SCOPE_SUBGROUP_KHR && p.MSize == tile && p.NSize == tile && p.KSize == tile &&
+             exec::TestType(p.AType) == a && exec::TestType(p.BType) == a && exec::TestType(p.CType) == c &&
+             exec::TestType(p.ResultType) == c;
+    });
+  };
+  constexpr uint32_t kDim = 32;
+  std::vector<PlannedCase> out;
+  for (T type : {T::F16, T::BF16}) {
+    if (!listed(type, T::F32)) continue;
+    const exec::GlaCase c{type, kDim};
+    out.push_back({"Kernel: GLA chunk", std::string("a ") + exec::Name(type) + " 16x16", c.Name(), "conversions",
+                   [c](const exec::Env& env) {
+                     std::string log;
+                     return exec::Run(env, c, kTargetEnv, log);
+                   }});
+  }
+  if (listed(T::BF16, T::BF16))
+    out.push_back({"Kernel: GLA chunk", "acc bf16 16x16", "kernel_gla_bf16acc_d32", "conversions", [](const exec::Env& env) {
+                     std::string log;
+                     return exec::RunGlaBf16Acc(env, kDim, kTargetEnv, log);
+                   }});
   return out;
 }
 

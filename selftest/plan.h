@@ -36,5 +36,8 @@ struct PlannedCase {
 // accumulator into each A and B of its shape (transposed where the transposed shape is
 // listed) and back.
 std::vector<PlannedCase> Plan(const std::vector<ListedMatrix>& matrices);
+// The GLA chunk (tests/exec/kernels.h) at D = 32 where the device lists its 16x16x16 MulAdds:
+// f16 and bf16 into f32, bf16 into bf16.
+std::vector<PlannedCase> PlanKernels(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations);
 
 }  // namespace selftest

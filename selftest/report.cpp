@@ -29,6 +29,7 @@ constexpr Column kColumns[] = {
     {"ConvertUse Acc -> B (transposed)", "toB^T"},
     {"ConvertUse A -> Acc", "toAcc"},
     {"ConvertUse B -> Acc", "toAcc"},
+    {"Kernel: GLA chunk", "gla"},
 };
 
 std::string Header(const std::string& operation) {

@@ -163,8 +163,10 @@ std::vector<DeviceInfo> Devices() {
   return out;
 }
 
-exec::EnvOptions EnvFor(const Options& o, uint32_t device, uint32_t subgroupSize, const std::string& route) {
+exec::EnvOptions EnvFor(const Options& o, uint32_t device, uint32_t subgroupSize, const std::string& route,
+                        const std::vector<std::string>& layoutLines = {}) {
   exec::EnvOptions e;
+  e.knownLayoutLines = layoutLines;
   e.listedDevice = true;
   e.deviceIndex = static_cast<int>(device);
   e.subgroupSize = subgroupSize;
@@ -224,12 +226,13 @@ class Progress {
   bool on_;
 };
 
-PassReport RunPass(const Options& o, uint32_t device, uint32_t subgroupSize, uint32_t defaultSize, const std::string& route,
+PassReport RunPass(const Options& o, const exec::Env& first, uint32_t device, uint32_t subgroupSize, const std::string& route,
                    const std::vector<PlannedCase>& plan, Progress& progress) {
   PassReport pass;
   pass.subgroupSize = subgroupSize;
   pass.route = route;
-  const exec::Env env(EnvFor(o, device, subgroupSize == defaultSize ? 0 : subgroupSize, route));
+  const exec::Env env(
+      EnvFor(o, device, subgroupSize == first.subgroupSize() ? 0 : subgroupSize, route, first.layoutLines()));
   if (std::string problem = env.Problem(); !problem.empty()) {
     pass.problem = problem;
     return pass;
@@ -262,16 +265,17 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
   d.layoutLines = first.layoutLines();
   d.unknownTypes = UnknownTypes(first.matrices());
   std::vector<PlannedCase> plan;
-  for (PlannedCase& c : Plan(ListedMatrices(first.matrices())))
+  std::vector<PlannedCase> all = Plan(ListedMatrices(first.matrices()));
+  for (PlannedCase& c : PlanKernels(first.matrices())) all.push_back(std::move(c));
+  for (PlannedCase& c : all)
     if (o.filter.empty() || c.name.find(o.filter) != std::string::npos || c.operation.find(o.filter) != std::string::npos)
       plan.push_back(std::move(c));
   if (o.list) {
     for (const PlannedCase& c : plan) std::printf("  %-34s %-18s %s\n", c.operation.c_str(), c.matrix.c_str(), c.name.c_str());
     return d;
   }
-  const uint32_t defaultSize = first.subgroupSize();
   for (uint32_t size : SubgroupSizes(first))
-    for (const std::string& route : o.routes) d.passes.push_back(RunPass(o, index, size, defaultSize, route, plan, progress));
+    for (const std::string& route : o.routes) d.passes.push_back(RunPass(o, first, index, size, route, plan, progress));
   return d;
 }
 

@@ -323,7 +323,9 @@ Env::Env(const EnvOptions& options) {
   // found lavapipe's layouts, else a slow or failed probe would quietly make it a second
   // portable run (test audit §0.9). Its info lines say what it found.
   const char* lowering = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING");
-  expectRegisters_ = io.withLayer && !(lowering && std::string(lowering) == "portable");
+  portable_ = lowering && std::string(lowering) == "portable";
+  for (const auto& [name, value] : options.layerSettings) portable_ |= name == "lowering" && value == "portable";
+  expectRegisters_ = io.withLayer && !portable_;
   static const char* kInfo = "info";
   if (io.withLayer)
     io.settings.push_back({"VK_LAYER_coopmat_maintenance1", "log_level", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &kInfo});
@@ -359,6 +361,7 @@ Env::Env(const EnvOptions& options) {
     if (m.text.rfind("layout: ", 0) == 0 || m.text.rfind("no layout: ", 0) == 0) layoutLines_.push_back(m.text);
     layerServes_ |= m.text == "emulating VK_EXT_cooperative_matrix_maintenance1 on this device";
   }
+  if (layoutLines_.empty()) layoutLines_ = options.knownLayoutLines;
 }
 
 std::string Env::Problem() const {
@@ -389,16 +392,20 @@ std::optional<Dims> Env::Shape(Use use, T t) const {
   return std::nullopt;
 }
 
+std::optional<coopmat::LinearLayout> Env::LayerLayout(Use use, T t, uint32_t rows, uint32_t cols) const {
+  const coopmat::LayoutKey key{VkComponentType(t), static_cast<uint32_t>(use), rows, cols, subgroupSize_};
+  for (const std::string& line : layoutLines_) {
+    if (line.rfind("layout: ", 0) != 0) continue;
+    for (const coopmat::LinearLayout& layout : coopmat::ParseLayouts(line.substr(8, line.find('#') - 8)).layouts)
+      if (layout.key == key) return layout;
+  }
+  return std::nullopt;
+}
+
 uint32_t Env::Replicas(Use use, T t, uint32_t rows, uint32_t cols) const {
   if (listed_) {
-    const coopmat::LayoutKey key{VkComponentType(t), static_cast<uint32_t>(use), rows, cols, subgroupSize_};
-    for (const std::string& line : layoutLines_) {
-      if (line.rfind("layout: ", 0) != 0) continue;
-      const coopmat::ParseResult parsed = coopmat::ParseLayouts(line.substr(8, line.find('#') - 8));
-      for (const coopmat::LinearLayout& layout : parsed.layouts)
-        if (layout.key == key) return layout.Replicas();
-    }
-    return 0;
+    const auto layout = LayerLayout(use, t, rows, cols);
+    return layout ? layout->Replicas() : 0;
   }
   if (!onVirtualDevice()) return 1;
   const auto layout =

@@ -108,6 +108,10 @@ struct EnvOptions {
   // Settings for the product layer (VkLayerSettingsCreateInfoEXT strings): lowering,
   // builtin_layouts, layout_probe, force_enable.
   std::vector<std::pair<std::string, std::string>> layerSettings;
+  // The layer's layout lines from another Env on this device, for a listed device whose own
+  // layer reports none (lowering=portable probes nothing): how many replicas an element has
+  // is the device's, whatever the route.
+  std::vector<std::string> knownLayoutLines;
 };
 
 // The virtual device: whether COOPMAT_VIRTUAL_PROFILE names a profile (the suite then
@@ -157,6 +161,12 @@ class Env {
   uint32_t Replicas(Use use, T t, uint32_t rows, uint32_t cols) const;
   // Whether pipelines name their subgroup size (EnvOptions::subgroupSize).
   bool requiresSubgroupSize() const { return requireSize_; }
+  // EnvOptions::listedDevice.
+  bool listedDevice() const { return listed_; }
+  // Whether the layer lowers portably only (lowering=portable, by setting or variable).
+  bool portable() const { return portable_; }
+  // The layout the layer's line gives (use, t, rows, cols) at this Env's subgroup size, if any.
+  std::optional<coopmat::LinearLayout> LayerLayout(Use use, T t, uint32_t rows, uint32_t cols) const;
   // The layer's info lines about this device: "layout: ..." and "no layout: ..." (what its
   // probe found, or the table it used), in the order it logged them.
   const std::vector<std::string>& layoutLines() const { return layoutLines_; }
@@ -172,6 +182,7 @@ class Env {
   bool virtual_ = false;          // the suite's virtual device (COOPMAT_VIRTUAL_PROFILE), not a listed device
   bool listed_ = false;           // EnvOptions::listedDevice
   bool requireSize_ = false;      // EnvOptions::subgroupSize named one
+  bool portable_ = false;
   std::vector<std::string> layoutLines_;
   bool expectRegisters_ = false;  // through the layer with lowering=auto
   bool native_ = false;           // the native lane: the driver's own extension, no layer
