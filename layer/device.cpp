@@ -230,6 +230,18 @@ VkResult DiscoverDeviceLayouts(DeviceData& data, VkPhysicalDevice physicalDevice
   return deviceLost ? VK_ERROR_DEVICE_LOST : VK_SUCCESS;
 }
 
+// The layouts the lowering got beyond the probed ones (NV flexible dimensions' shapes, from a
+// recognised family's table), in the probe's "layout:" form: what coopmat-info and the
+// self-test read, so that every layout the register path relies on is said.
+void ReportFlexibleShapes(const DeviceData& data) {
+  const std::optional<DriverFamily> family = RecognizedFamily(data);
+  for (const LinearLayout& layout : data.lowerOptions.layouts)
+    if (std::find(data.layouts.begin(), data.layouts.end(), layout) == data.layouts.end())
+      Log(data.instance, LogLevel::Info,
+          "layout: " + FormatLayout(layout) + "  # built-in " + (family ? ToString(*family) : "") +
+              " table, a shape of NV flexible dimensions");
+}
+
 // Everything after the driver created the device: dispatch, options, layouts,
 // registration. Throws only what CreateDevice turns into a destroyed device.
 VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, const VkDeviceCreateInfo* pCreateInfo,
@@ -258,8 +270,10 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
     data->lowerOptions.subgroupExtendedTypes = data->subgroupExtendedTypes;
     if (VkResult r = DiscoverDeviceLayouts(*data, physicalDevice, pCreateInfo, nextGetDeviceProcAddr); r != VK_SUCCESS)
       return r;
-    if (!instance.settings.portableOnly)
+    if (!instance.settings.portableOnly) {
       data->lowerOptions.layouts = LayoutsForLowering(*data, data->layouts);
+      ReportFlexibleShapes(*data);
+    }
     data->lowerOptions.withoutLayoutsBecause =
         instance.settings.portableOnly  ? "the layer's lowering=portable setting"
         : !data->layouts.empty()         ? "compute shaders on this device have no subgroup shuffles"

@@ -107,6 +107,29 @@ std::vector<ListedMatrix> ListedMatrices(const std::vector<VkCooperativeMatrixPr
   return out;
 }
 
+std::vector<ListedMatrix> FlexibleMatrices(const std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>& configurations,
+                                           uint32_t maxDimension, const std::vector<ListedMatrix>& listed) {
+  std::vector<ListedMatrix> out;
+  auto add = [&](Use use, uint32_t component, uint32_t rowGranularity, uint32_t colGranularity) {
+    const std::optional<T> t = exec::TestType(component);
+    if (!t) return;
+    for (auto [rowFactor, colFactor] : {std::pair{2u, 1u}, std::pair{1u, 2u}, std::pair{2u, 2u}}) {
+      const ListedMatrix m{use, *t, rowGranularity * rowFactor, colGranularity * colFactor};
+      if (m.rows > maxDimension || m.cols > maxDimension) continue;
+      if (std::find(listed.begin(), listed.end(), m) == listed.end() && std::find(out.begin(), out.end(), m) == out.end())
+        out.push_back(m);
+    }
+  };
+  for (const VkCooperativeMatrixFlexibleDimensionsPropertiesNV& p : configurations) {
+    if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
+    add(Use::A, p.AType, p.MGranularity, p.KGranularity);
+    add(Use::B, p.BType, p.KGranularity, p.NGranularity);
+    add(Use::Acc, p.CType, p.MGranularity, p.NGranularity);
+    add(Use::Acc, p.ResultType, p.MGranularity, p.NGranularity);
+  }
+  return out;
+}
+
 std::vector<std::string> UnknownTypes(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations) {
   std::vector<std::string> out;
   auto note = [&](const char* use, uint32_t component, uint32_t rows, uint32_t cols) {
@@ -136,14 +159,23 @@ std::vector<PlannedCase> Plan(const std::vector<ListedMatrix>& matrices) {
   return out;
 }
 
-std::vector<PlannedCase> PlanKernels(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations) {
+std::vector<PlannedCase> PlanKernels(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations,
+                                     const std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>& flexible,
+                                     uint32_t maxFlexibleDimension) {
+  const uint32_t tile = exec::kKernelTile;
+  auto types = [](T a, T c, const auto& p) {
+    return p.scope == VK_SCOPE_SUBGROUP_KHR && exec::TestType(p.AType) == a && exec::TestType(p.BType) == a &&
+           exec::TestType(p.CType) == c && exec::TestType(p.ResultType) == c;
+  };
   auto listed = [&](T a, T c) {
-    return std::any_of(configurations.begin(), configurations.end(), [&](const VkCooperativeMatrixPropertiesKHR& p) {
-      const uint32_t tile = exec::kKernelTile;
-      return p.scope == VK_SCOPE_SUBGROUP_KHR && p.MSize == tile && p.NSize == tile && p.KSize == tile &&
-             exec::TestType(p.AType) == a && exec::TestType(p.BType) == a && exec::TestType(p.CType) == c &&
-             exec::TestType(p.ResultType) == c;
-    });
+    return std::any_of(configurations.begin(), configurations.end(),
+                       [&](const VkCooperativeMatrixPropertiesKHR& p) {
+                         return types(a, c, p) && p.MSize == tile && p.NSize == tile && p.KSize == tile;
+                       }) ||
+           (maxFlexibleDimension >= tile &&
+            std::any_of(flexible.begin(), flexible.end(), [&](const VkCooperativeMatrixFlexibleDimensionsPropertiesNV& p) {
+              return types(a, c, p) && tile % p.MGranularity == 0 && tile % p.NGranularity == 0 && tile % p.KGranularity == 0;
+            }));
   };
   constexpr uint32_t kDim = 32;
   std::vector<PlannedCase> out;

@@ -20,6 +20,11 @@ struct ListedMatrix {
 // The subgroup-scope configurations' A, B and accumulator (C and result) matrices whose
 // component types the cases have (the others are counted by UnknownTypes).
 std::vector<ListedMatrix> ListedMatrices(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations);
+// Shapes beyond the KHR list that NV flexible dimensions allow (VK_NV_cooperative_matrix2):
+// for each flexible configuration, every (use, type) at twice its granularity in rows, in
+// columns and in both, up to maxDimension, where `listed` does not have it already.
+std::vector<ListedMatrix> FlexibleMatrices(const std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>& configurations,
+                                           uint32_t maxDimension, const std::vector<ListedMatrix>& listed);
 // Configurations with a component type the cases do not have, as "A s16 16x16" etc.
 std::vector<std::string> UnknownTypes(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations);
 
@@ -38,6 +43,10 @@ struct PlannedCase {
 std::vector<PlannedCase> Plan(const std::vector<ListedMatrix>& matrices);
 // The GLA chunk (tests/exec/kernels.h) at D = 32 where the device lists its 16x16x16 MulAdds:
 // f16 and bf16 into f32, bf16 into bf16.
-std::vector<PlannedCase> PlanKernels(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations);
+// With flexible dimensions, where a flexible configuration of those types has granularities
+// that divide 16 (lavapipe's).
+std::vector<PlannedCase> PlanKernels(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations,
+                                     const std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>& flexible,
+                                     uint32_t maxFlexibleDimension);
 
 }  // namespace selftest

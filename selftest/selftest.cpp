@@ -45,13 +45,14 @@ struct Options {
   std::string builtinLayouts;       // --builtin-layouts FAMILY
   std::vector<std::string> routes = {"auto", "portable"};
   std::string filter;               // --filter TEXT: cases whose name or operation contains it
+  bool flexible = true;             // --shapes all: also NV flexible dimensions where the device has them
   bool list = false;                // --list: print the plan, run nothing
   bool verbose = false;             // --verbose: the layer's and driver's own stderr lines too
 };
 
 constexpr const char* kUsage =
     "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable] [--builtin-layouts FAMILY]\n"
-    "                        [--filter TEXT] [--list] [--verbose]\n"
+    "                        [--shapes all|listed] [--filter TEXT] [--list] [--verbose]\n"
     "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
     "with VK_KHR_cooperative_matrix, at every shape and type it lists, and compares each result with a CPU\n"
     "reference. Exit status: 0 all passed, 1 a failure, 2 nothing could be tested or bad arguments.\n"
@@ -60,6 +61,8 @@ constexpr const char* kUsage =
     "  --lowering ROUTE       only that route (default: both)\n"
     "  --builtin-layouts F    use the layer's built-in table of family F (lavapipe, radv-gfx11, radv-gfx12,\n"
     "                         cdna-mfma, nvidia-mma) instead of the probed layouts: checks a table on a device\n"
+    "  --shapes listed        only the shapes the device lists (default all: also NV flexible dimensions, twice\n"
+    "                         their granularity in rows, columns and both, where the device has them)\n"
     "  --filter TEXT          only cases whose name or operation contains TEXT\n"
     "  --list                 list the cases for each device and run none\n"
     "  --verbose              let the layer and the driver write to stderr (the layer's lines are in the report anyway)\n";
@@ -87,6 +90,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.routes = {v};
     } else if (arg == "--builtin-layouts" && value(v)) {
       o.builtinLayouts = v;
+    } else if (arg == "--shapes" && value(v) && (v == "all" || v == "listed")) {
+      o.flexible = v == "all";
     } else if (arg == "--filter" && value(v)) {
       o.filter = v;
     } else if (arg == "--list") {
@@ -127,6 +132,7 @@ std::string LayerDescription() {
 struct DeviceInfo {
   std::string name, driver, apiVersion;
   bool cooperativeMatrix = false;
+  bool flexibleDimensions = false;  // VK_NV_cooperative_matrix2 (its flexible dimensions, if the feature is there)
 };
 
 // Every physical device, as a bare instance sees it.
@@ -155,17 +161,20 @@ std::vector<DeviceInfo> Devices() {
     vkEnumerateDeviceExtensionProperties(handle, nullptr, &extensions, nullptr);
     std::vector<VkExtensionProperties> list(extensions);
     vkEnumerateDeviceExtensionProperties(handle, nullptr, &extensions, list.data());
-    for (const VkExtensionProperties& e : list)
+    for (const VkExtensionProperties& e : list) {
       d.cooperativeMatrix |= std::strcmp(e.extensionName, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) == 0;
+      d.flexibleDimensions |= std::strcmp(e.extensionName, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME) == 0;
+    }
     out.push_back(d);
   }
   vkDestroyInstance(instance, nullptr);
   return out;
 }
 
-exec::EnvOptions EnvFor(const Options& o, uint32_t device, uint32_t subgroupSize, const std::string& route,
+exec::EnvOptions EnvFor(const Options& o, uint32_t device, bool flexible, uint32_t subgroupSize, const std::string& route,
                         const std::vector<std::string>& layoutLines = {}) {
   exec::EnvOptions e;
+  e.flex = flexible;
   e.knownLayoutLines = layoutLines;
   e.listedDevice = true;
   e.deviceIndex = static_cast<int>(device);
@@ -177,6 +186,26 @@ exec::EnvOptions EnvFor(const Options& o, uint32_t device, uint32_t subgroupSize
     e.layerSettings.push_back({"builtin_layouts", o.builtinLayouts});
   }
   return e;
+}
+
+// The device's NV flexible-dimension configurations (VK_NV_cooperative_matrix2).
+std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> FlexibleConfigurations(const exec::Env& env) {
+  auto get = env.instance().proc<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+      "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  uint32_t count = 0;
+  if (!get || get(env.device().physicalDevice(), &count, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> out(
+      count, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV});
+  if (get(env.device().physicalDevice(), &count, out.data()) < VK_SUCCESS) return {};
+  out.resize(count);
+  return out;
+}
+
+uint32_t FlexibleMaxDimension(const exec::Env& env) {
+  VkPhysicalDeviceCooperativeMatrix2PropertiesNV nv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_PROPERTIES_NV};
+  VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &nv};
+  vkGetPhysicalDeviceProperties2(env.device().physicalDevice(), &properties);
+  return nv.cooperativeMatrixFlexibleDimensionsMaxDimension;
 }
 
 // The subgroup sizes the layer has layouts for (where it lowers in registers); the device's
@@ -231,8 +260,8 @@ PassReport RunPass(const Options& o, const exec::Env& first, uint32_t device, ui
   PassReport pass;
   pass.subgroupSize = subgroupSize;
   pass.route = route;
-  const exec::Env env(
-      EnvFor(o, device, subgroupSize == first.subgroupSize() ? 0 : subgroupSize, route, first.layoutLines()));
+  const exec::Env env(EnvFor(o, device, first.device().nvCoopmat2(), subgroupSize == first.subgroupSize() ? 0 : subgroupSize,
+                             route, first.layoutLines()));
   if (std::string problem = env.Problem(); !problem.empty()) {
     pass.problem = problem;
     return pass;
@@ -257,16 +286,21 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
   d.name = info.name;
   d.driver = info.driver;
   d.apiVersion = info.apiVersion;
-  const exec::Env first(EnvFor(o, index, 0, "auto"));
+  const exec::Env first(EnvFor(o, index, o.flexible && info.flexibleDimensions, 0, "auto"));
   if (std::string problem = first.Problem(); !problem.empty()) {
     d.problem = problem;
     return d;
   }
   d.layoutLines = first.layoutLines();
   d.unknownTypes = UnknownTypes(first.matrices());
+  std::vector<ListedMatrix> matrices = ListedMatrices(first.matrices());
+  const auto flexible = first.device().nvCoopmat2() ? FlexibleConfigurations(first)
+                                                    : std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>{};
+  const uint32_t maxFlexible = flexible.empty() ? 0 : FlexibleMaxDimension(first);
+  for (const ListedMatrix& m : FlexibleMatrices(flexible, maxFlexible, matrices)) matrices.push_back(m);
   std::vector<PlannedCase> plan;
-  std::vector<PlannedCase> all = Plan(ListedMatrices(first.matrices()));
-  for (PlannedCase& c : PlanKernels(first.matrices())) all.push_back(std::move(c));
+  std::vector<PlannedCase> all = Plan(matrices);
+  for (PlannedCase& c : PlanKernels(first.matrices(), flexible, maxFlexible)) all.push_back(std::move(c));
   for (PlannedCase& c : all)
     if (o.filter.empty() || c.name.find(o.filter) != std::string::npos || c.operation.find(o.filter) != std::string::npos)
       plan.push_back(std::move(c));

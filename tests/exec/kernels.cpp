@@ -263,7 +263,10 @@ std::string Run(const Env& env, const GlaCase& k, const std::string& targetEnv, 
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
   const std::vector<float> o = cmtest::FromBytes<float>(buffers[5]), sNew = cmtest::FromBytes<float>(buffers[6]);
   const std::vector<uint32_t> stats = cmtest::FromBytes<uint32_t>(buffers[7]);
-  const uint32_t replicas = env.Replicas(Use::Acc, T::F32, kTile, kTile);
+  uint32_t replicas = env.Replicas(Use::Acc, T::F32, kTile, kTile);
+  // Unknown (a listed device whose layer reported no layout for the shape, e.g. a flexible
+  // one): as many as row 0 of head 0 shows, which every other row must then agree with.
+  if (replicas == 0) replicas = std::max(1u, stats[C] / (DT * (C - 1)));
 
   // The exact result (want*), and the one a kernel that drops every lo part would compute
   // (hi*: S, A and the decayed K rounded to the element type once, where the kernel splits them).
