@@ -194,7 +194,7 @@ VkResult DiscoverDeviceLayouts(DeviceData& data, VkPhysicalDevice physicalDevice
   // No probe whose result would be discarded (lowering=portable).
   if (instance.settings.portableOnly) return VK_SUCCESS;
   if (!instance.settings.layoutProbe) {
-    data.layouts = NamedTableLayouts(data, physicalDevice);
+    data.layouts = UnprobedLayouts(data, physicalDevice);
     return VK_SUCCESS;
   }
   if (!family) return VK_SUCCESS;

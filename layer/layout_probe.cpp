@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -703,22 +704,55 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   return outcome.layouts;
 }
 
-std::vector<LinearLayout> NamedTableLayouts(const DeviceData& device, VkPhysicalDevice physicalDevice) {
-  const InstanceData& instance = *device.instance;
-  const std::optional<DriverFamily> named = instance.settings.builtinLayouts;
-  if (!named) return {};
-  std::vector<LayoutKey> keys;
-  for (uint32_t size : device.physicalDevice.PipelineSubgroupSizes())
-    for (const LayoutKey& key : KeysToProbe(instance, physicalDevice, size)) keys.push_back(key);
+namespace {
+
+// The layouts_file setting's layouts at the sizes pipelines here run at; a file that cannot
+// be read or parsed is a warning and no layouts (the portable path).
+std::vector<LinearLayout> FileLayouts(const InstanceData& instance, const std::vector<LayoutKey>& keys,
+                                      const std::vector<uint32_t>& sizes) {
+  const std::string& path = instance.settings.layoutsFile;
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  const ParseResult parsed = file ? ParseLayouts(text.str()) : ParseResult{};
+  if (!parsed.ok) {
+    Log(&instance, LogLevel::Warning,
+        "layouts_file " + path + ": " + (file ? parsed.error : std::string("cannot be read")) + "; operations use the portable path");
+    return {};
+  }
+  std::vector<LinearLayout> layouts;
+  for (const LinearLayout& layout : parsed.layouts)
+    if (Supported(sizes, layout)) layouts.push_back(layout);
+  Log(&instance, LogLevel::Info,
+      "layouts: not probed (layout_probe=false); " + std::to_string(layouts.size()) + " from the layouts_file " + path);
+  ReportLayouts(instance, keys, layouts, "from the layouts_file setting, unprobed");
+  return layouts;
+}
+
+// The builtin_layouts setting's table for every listed key.
+std::vector<LinearLayout> TableLayouts(const InstanceData& instance, const std::vector<LayoutKey>& keys, DriverFamily named) {
   std::vector<LinearLayout> table;
   for (const LayoutKey& key : keys)
-    if (std::optional<LinearLayout> layout = BuiltinLayout(*named, key)) table.push_back(std::move(*layout));
+    if (std::optional<LinearLayout> layout = BuiltinLayout(named, key)) table.push_back(std::move(*layout));
   Log(&instance, LogLevel::Info,
-      std::string("layouts: not probed (layout_probe=false); the built-in ") + ToString(*named) + " table, " +
+      std::string("layouts: not probed (layout_probe=false); the built-in ") + ToString(named) + " table, " +
           std::to_string(table.size()) + " layouts");
   ReportLayouts(instance, keys, table,
-                std::string("built-in ") + ToString(*named) + " table, named by the builtin_layouts setting, unprobed");
+                std::string("built-in ") + ToString(named) + " table, named by the builtin_layouts setting, unprobed");
   return table;
+}
+
+}  // namespace
+
+std::vector<LinearLayout> UnprobedLayouts(const DeviceData& device, VkPhysicalDevice physicalDevice) {
+  const InstanceData& instance = *device.instance;
+  if (instance.settings.layoutsFile.empty() && !instance.settings.builtinLayouts) return {};
+  const std::vector<uint32_t> sizes = device.physicalDevice.PipelineSubgroupSizes();
+  std::vector<LayoutKey> keys;
+  for (uint32_t size : sizes)
+    for (const LayoutKey& key : KeysToProbe(instance, physicalDevice, size)) keys.push_back(key);
+  if (!instance.settings.layoutsFile.empty()) return FileLayouts(instance, keys, sizes);
+  return TableLayouts(instance, keys, *instance.settings.builtinLayouts);
 }
 
 }  // namespace coopmat::layer

@@ -52,10 +52,11 @@ struct ProbeContext {
 // Sets *deviceLost when the device was lost while probing (vkCreateDevice then fails).
 std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext& context, bool* deviceLost);
 
-// layout_probe=false with builtin_layouts: the named family's table for every type and
-// subgroup size the driver lists, unprobed and uncached (how a table is checked against a
-// device: coopmat-selftest --builtin-layouts); nothing without builtin_layouts.
-std::vector<LinearLayout> NamedTableLayouts(const DeviceData& device, VkPhysicalDevice physicalDevice);
+// layout_probe=false: the layouts_file setting's layouts, else the builtin_layouts setting's
+// table for every type and subgroup size the driver lists, unprobed and uncached (how a
+// table or a file is checked against a device: coopmat-selftest --builtin-layouts and
+// --layouts); nothing without either setting.
+std::vector<LinearLayout> UnprobedLayouts(const DeviceData& device, VkPhysicalDevice physicalDevice);
 
 // The layouts the register path may rely on: the probed ones and, when the app
 // enabled NV flexible dimensions on a known driver whose probed layouts all agree

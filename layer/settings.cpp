@@ -89,6 +89,8 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     if (auto b = ParseBool(value)) out.settings.shaderCache = *b; else bad();
   } else if (key == "shader_cache_max_size") {
     if (auto size = ParseSize(value)) out.settings.shaderCacheMaxSize = *size; else bad();
+  } else if (key == "layouts_file") {
+    out.settings.layoutsFile = Trim(value);
   } else if (key == "dump_dir") {
     out.settings.dumpDir = Trim(value);
   } else if (key == "disabled_features") {
@@ -107,7 +109,7 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     }
   } else {
     out.warnings.push_back(source + ": unknown setting '" + key +
-                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, builtin_layouts, lowering, shader_cache, shader_cache_max_size)");
+                           "' (known: force_enable, log_level, dump_dir, validate, disabled_features, layout_probe, builtin_layouts, layouts_file, lowering, shader_cache, shader_cache_max_size)");
   }
 }
 

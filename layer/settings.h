@@ -32,6 +32,9 @@ struct Settings {
   // whatever the driver and its version (compile-only lanes on Mesa's drm-shim,
   // where nothing executes; wrong layouts compute wrong results on real hardware).
   std::optional<DriverFamily> builtinLayouts;
+  // With layout_probe=false: register layouts read from this file (the text form of
+  // coopmat/layout.h, what coopmat-info --layouts writes) instead of any probe or table.
+  std::string layoutsFile;
   // Op features the layer reports as unsupported (to test an app's fallbacks):
   // any of reductions, conversions, per_element_operations, get_coordinate.
   bool disableReductions = false;

@@ -43,6 +43,7 @@ struct Options {
   int device = -1;                  // --device N: only that one
   std::string json;                 // --json FILE
   std::string builtinLayouts;       // --builtin-layouts FAMILY
+  std::string layoutsFile;          // --layouts FILE
   std::vector<std::string> routes = {"auto", "portable"};
   std::string filter;               // --filter TEXT: cases whose name or operation contains it
   bool flexible = true;             // --shapes all: also NV flexible dimensions where the device has them
@@ -52,7 +53,7 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable] [--builtin-layouts FAMILY]\n"
-    "                        [--shapes all|listed] [--filter TEXT] [--list] [--verbose]\n"
+    "                        [--layouts FILE] [--shapes all|listed] [--filter TEXT] [--list] [--verbose]\n"
     "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
     "with VK_KHR_cooperative_matrix, at every shape and type it lists, and compares each result with a CPU\n"
     "reference. Exit status: 0 all passed, 1 a failure, 2 nothing could be tested or bad arguments.\n"
@@ -61,6 +62,7 @@ constexpr const char* kUsage =
     "  --lowering ROUTE       only that route (default: both)\n"
     "  --builtin-layouts F    use the layer's built-in table of family F (lavapipe, radv-gfx11, radv-gfx12,\n"
     "                         cdna-mfma, nvidia-mma) instead of the probed layouts: checks a table on a device\n"
+    "  --layouts FILE         use the layouts in FILE (the text form coopmat-info --layouts writes) instead\n"
     "  --shapes listed        only the shapes the device lists (default all: also NV flexible dimensions, twice\n"
     "                         their granularity in rows, columns and both, where the device has them)\n"
     "  --filter TEXT          only cases whose name or operation contains TEXT\n"
@@ -90,6 +92,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.routes = {v};
     } else if (arg == "--builtin-layouts" && value(v)) {
       o.builtinLayouts = v;
+    } else if (arg == "--layouts" && value(v)) {
+      o.layoutsFile = v;
     } else if (arg == "--shapes" && value(v) && (v == "all" || v == "listed")) {
       o.flexible = v == "all";
     } else if (arg == "--filter" && value(v)) {
@@ -181,10 +185,9 @@ exec::EnvOptions EnvFor(const Options& o, uint32_t device, bool flexible, uint32
   e.subgroupSize = subgroupSize;
   // Through the layer also where the driver has the extension itself.
   e.layerSettings = {{"force_enable", "true"}, {"lowering", route}};
-  if (!o.builtinLayouts.empty()) {
-    e.layerSettings.push_back({"layout_probe", "false"});
-    e.layerSettings.push_back({"builtin_layouts", o.builtinLayouts});
-  }
+  if (!o.builtinLayouts.empty() || !o.layoutsFile.empty()) e.layerSettings.push_back({"layout_probe", "false"});
+  if (!o.builtinLayouts.empty()) e.layerSettings.push_back({"builtin_layouts", o.builtinLayouts});
+  if (!o.layoutsFile.empty()) e.layerSettings.push_back({"layouts_file", o.layoutsFile});
   return e;
 }
 

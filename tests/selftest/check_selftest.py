@@ -3,12 +3,13 @@
 status, against facts the tool does not compute: the matrices the device lists (a virtual
 device's profile file, or a count) and the operations every such device must have run.
 
-  check_selftest.py --pass (--profile FILE | --matrices N) [--virtual-log LOG] -- <coopmat-selftest> [args...]
+  check_selftest.py --pass (--profile FILE | --matrices N) [--operations A,B] [--virtual-log LOG] -- <coopmat-selftest> [args...]
   check_selftest.py --fail [--virtual-log LOG] -- <coopmat-selftest> [args...]
 
 --pass: exit status 0, nothing failed or skipped, on every device and pass a GetCoordinate
 case of each matrix (use, type, shape) the profile lists (or of exactly N matrices) and at
-least one case of every operation an A, a B and an arithmetic accumulator of one shape allow.
+least one case of every operation an A, a B and an arithmetic accumulator of one shape allow
+(--operations: of those named, for a run with --filter).
 --fail: exit status 1, failures counted and shown as FAIL in the table (the tool can fail).
 --virtual-log: the virtual device's log (COOPMAT_VIRTUAL_LOG), removed first; with --pass a
 `fault` line there fails the check (the tool hides stderr, where the virtual device also
@@ -47,6 +48,7 @@ def main(argv):
     if "--profile" in options:
         expected = profile_matrices(options[options.index("--profile") + 1])
     count = int(options[options.index("--matrices") + 1]) if "--matrices" in options else None
+    required = options[options.index("--operations") + 1].split(",") if "--operations" in options else ALWAYS
     log = options[options.index("--virtual-log") + 1] if "--virtual-log" in options else None
     if log and os.path.exists(log):
         os.remove(log)
@@ -71,7 +73,7 @@ def main(argv):
             for p in device["passes"]:
                 where = f"device {device['name']}, subgroup size {p['subgroupSize']}, lowering={p['lowering']}"
                 ran = {c["operation"] for c in p["cases"] if c["result"] == "pass"}
-                for operation in ALWAYS:
+                for operation in required:
                     if operation not in ran:
                         problems.append(f"{where}: no {operation} case passed")
                 coords = {c["matrix"] for c in p["cases"] if c["operation"] == "GetCoordinate" and c["result"] == "pass"}
