@@ -8,8 +8,9 @@ device's profile file, or a count) and the operations every such device must hav
 
 --pass: exit status 0, nothing failed or skipped, on every device and pass a GetCoordinate
 case of each matrix (use, type, shape) the profile lists (or of exactly N matrices) and at
-least one case of every operation an A, a B and an arithmetic accumulator of one shape allow
-(--operations: of those named, for a run with --filter).
+least one case of every operation the profile's matrices allow (operations_of; with
+--matrices, every operation an A, a B and an arithmetic accumulator of one shape allow;
+--operations: those named, for a run with --filter).
 --fail: exit status 1, failures counted and shown as FAIL in the table (the tool can fail).
 --virtual-log: the virtual device's log (COOPMAT_VIRTUAL_LOG), removed first; with --pass a
 `fault` line there fails the check (the tool hides stderr, where the virtual device also
@@ -23,6 +24,30 @@ import tempfile
 # The operations every device with an A, a B and an arithmetic accumulator of one shape runs.
 ALWAYS = ["GetCoordinate", "PerElementOp (row, col)", "PerElementOp (2 operands)", "Reduce row", "Reduce col",
           "Reduce rowcol", "ConvertUse Acc -> A", "ConvertUse Acc -> B", "ConvertUse A -> Acc", "ConvertUse B -> Acc"]
+
+
+ARITHMETIC = {"f16", "f32", "u8", "s8", "u32", "s32"}
+INTEGER = {"u8", "s8", "u32", "s32"}
+ENCODED = {"bf16", "e4m3", "e5m2"}
+
+
+def operations_of(matrices):
+    """The operations a device listing `matrices` ("use type RxC") must run, by the extension's
+    rules as the self-test applies them: GetCoordinate and PerElementOp on any matrix, Reduce
+    on an arithmetic accumulator, ConvertUse between an accumulator and an A or B of one shape
+    (types GLSL converts between: not integers and bfloat16/fp8)."""
+    parsed = [m.split() for m in matrices]
+    out = {"GetCoordinate", "PerElementOp (row, col)", "PerElementOp (2 operands)"}
+    if any(use == "acc" and t in ARITHMETIC for use, t, _ in parsed):
+        out |= {"Reduce row", "Reduce col", "Reduce rowcol"}
+    for use, t, shape in parsed:
+        if use != "acc":
+            continue
+        for use2, t2, shape2 in parsed:
+            convertible = not ({t, t2} & INTEGER and {t, t2} & ENCODED)
+            if use2 != "acc" and shape2 == shape and convertible:
+                out |= {f"ConvertUse Acc -> {use2.upper()}", f"ConvertUse {use2.upper()} -> Acc"}
+    return sorted(out)
 
 
 def profile_matrices(path):
@@ -48,7 +73,8 @@ def main(argv):
     if "--profile" in options:
         expected = profile_matrices(options[options.index("--profile") + 1])
     count = int(options[options.index("--matrices") + 1]) if "--matrices" in options else None
-    required = options[options.index("--operations") + 1].split(",") if "--operations" in options else ALWAYS
+    required = options[options.index("--operations") + 1].split(",") if "--operations" in options else \
+        operations_of(expected) if expected is not None else ALWAYS
     log = options[options.index("--virtual-log") + 1] if "--virtual-log" in options else None
     if log and os.path.exists(log):
         os.remove(log)
