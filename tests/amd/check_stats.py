@@ -76,9 +76,11 @@ def shim_environment(gpu, cache, require):
     # extension themselves (the layer would step aside and the rows measure the driver).
     # Mesa's shader cache in a folder of its own: tests run here point XDG_CACHE_HOME at
     # fresh folders and remove them while the instance's cache thread still writes there.
+    # validate: every module the layer lowers in a lane goes through spirv-val (one that does
+    # not validate is not created, which the checks count as a failure; test audit dbb465e §0.10).
     env.update({"LD_PRELOAD": shim, "VK_DRIVER_FILES": icd, "XDG_CACHE_HOME": cache,
                 "MESA_SHADER_CACHE_DIR": os.path.join(cache, "mesa"),
-                "VK_COOPMAT_MAINTENANCE1_FORCE_ENABLE": "true"})
+                "VK_COOPMAT_MAINTENANCE1_FORCE_ENABLE": "true", "VK_COOPMAT_MAINTENANCE1_VALIDATE": "true"})
     if is_nvk(gpu):
         env.update({"NOUVEAU_CHIPSET": gpu, "VK_COOPMAT_MAINTENANCE1_BUILTIN_LAYOUTS": "nvidia-mma"})
     else:
@@ -116,7 +118,10 @@ def skipped_by_reason(lines):
 
 
 def creation_failures(rows, key):
-    return [f"{key(r)} at subgroup {r['requested_subgroup']}: {r['status']}" for r in rows if r["status"] != "ok"]
+    """Pipelines not created. An "unavailable" row (a case's NV variant the driver cannot
+    build) is no failure here: the rules that compare with it say so."""
+    return [f"{key(r)} at subgroup {r['requested_subgroup']}: {r['status']}" for r in rows
+            if r["status"] not in ("ok", "unavailable")]
 
 
 def read_bounds(path):
@@ -165,6 +170,10 @@ def check_cases(args):
         return f"{r['op']},{r['shape']},{r['type']}"
     failures = creation_failures(rows, lambda r: f"{case(r)} {r['way']}")
     by_key = {(case(r), r["way"], r["requested_subgroup"]): r for r in rows}
+    # A case whose NV variant the driver could not build at all ("unavailable", at every size).
+    unavailable = {(case(r), r["way"]) for r in rows if r["status"] == "unavailable"}
+    available_ways = {r["way"] for r in rows if r["status"] == "ok"}
+    without_reference = {}  # rule index -> cases compared with nothing
     rules = read_bounds(args.bounds)
     expected = read_expected(args.expected_failures, args.gpu)
     counts = {"pass": 0, "xfail": 0, "xpass": 0, "fail": 0}
@@ -192,6 +201,11 @@ def check_cases(args):
             else:
                 other = by_key.get((case(r), ref, r["requested_subgroup"]))
                 if not other or other["status"] != "ok":
+                    if (case(r), ref) in unavailable and ref in available_ways:
+                        # The driver builds the reference way for other cases, not for this one.
+                        failures.append(f"{case(r)} requested subgroup {r['requested_subgroup']}: its {ref} variant is "
+                                        f"unavailable while other cases' are: the rule '{op} | {stat} | {ref}' cannot apply")
+                    without_reference.setdefault(index, set()).add(case(r))
                     continue
                 bound = factor * float(other[stat])
             value = float(r[stat])
@@ -224,6 +238,12 @@ def check_cases(args):
         # measured value is the entry's ceiling).
         for entry, value in sorted(failing.items()):
             print(f"{args.gpu} | {' | '.join(entry)} | {value:g}")
+    # Which cases each relative rule could not compare (they have no such variant), said
+    # rather than skipped silently (test audit dbb465e §0.10).
+    for index, cases in sorted(without_reference.items()):
+        op, stat, factor, ref = rules[index]
+        print(f"{args.gpu}: rule '{op} | {stat} | {factor:g} | {ref}': {len(cases)} cases have no {ref} variant "
+              f"(first: {', '.join(sorted(cases)[:3])})")
     # Every rule must apply at least once: a rule whose statistic or reference way
     # vanished (a driver update, a missing NV lowering) would otherwise pass silently.
     for (op, stat, factor, ref), n in zip(rules, applied):
@@ -238,8 +258,10 @@ def check_modules(args):
     status, rows = run_opbench(args.gpu, args.opbench, ["--modules", args.modules], args.require)
     failures = creation_failures(rows, lambda r: r["module"])
     print(f"{args.gpu}: {len(rows)} module pipelines through the layer, {len(failures)} not created")
-    if not rows:
-        failures.append("no module measured")
+    # The floor: the pipelines this lane made when it was set (lowered and validated), less
+    # a tenth for modules added or retired since; a lane that lost a type falls below it.
+    if len(rows) < max(args.min_rows, 1):
+        failures.append(f"{len(rows)} module pipelines, below the lane's floor of {args.min_rows}")
     return report(failures, status, "opbench --stats --modules")
 
 
@@ -299,6 +321,7 @@ def main():
     parser.add_argument("--bounds")
     parser.add_argument("--expected-failures")
     parser.add_argument("--modules")
+    parser.add_argument("--min-rows", type=int, default=1, help="modules: the fewest module pipelines the lane may make")
     parser.add_argument("--also-icd", help="run: a second driver's ICD file (in the ICD folder) beside the shimmed one")
     parser.add_argument("--require", action="store_true",
                         help="a missing shim or ICD fails (exit 1) instead of skipping (exit 77)")
