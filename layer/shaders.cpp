@@ -328,11 +328,17 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
 }
 
 // The driver failed on code the layer gave it in place of the app's: the app sees only
-// the driver's error, so the layer says the code was its own (test audit 3.4).
-VkResult ReportDriverFailure(const DeviceData& device, VkResult result, const std::string& where, const char* what) {
-  if (result < VK_SUCCESS)
+// the driver's error, so the layer says the code was its own (test audit 3.4). Runs
+// after the driver call, when other objects of the call may exist: it must not throw,
+// or the Guard would turn their handles into NULL and they would leak (review dbb465e #7).
+VkResult ReportDriverFailure(const DeviceData& device, VkResult result, const char* where, const char* what) noexcept {
+  if (result >= VK_SUCCESS) return result;
+  try {
     Log(device.instance, LogLevel::Warning,
-        where + ": the driver failed (" + ResultName(result) + ") on " + what + " that the layer lowered");
+        std::string(where) + ": the driver failed (" + ResultName(result) + ") on " + what + " that the layer lowered");
+  } catch (...) {
+    // Out of memory for the message (or a messenger that threw): the driver's result matters more.
+  }
   return result;
 }
 
@@ -479,6 +485,7 @@ class StageRewriter {
     info.codeSize = lowered.code->words.size() * 4;
     info.pCode = lowered.code->words.data();
     VkShaderModule module = VK_NULL_HANDLE;
+    temporaryModules_.reserve(temporaryModules_.size() + 1);  // no allocation once the module exists
     if (const VkResult result = device_.dispatch.CreateShaderModule(device_.device, &info, nullptr, &module);
         result != VK_SUCCESS)
       return Failed(ReportDriverFailure(device_, result, where, "the stage's module"));
@@ -649,17 +656,27 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
   VkShaderModuleCreateInfo info = *pCreateInfo;
   info.pCode = prepared.words.data();
   info.codeSize = prepared.words.size() * 4;
-  const VkResult result = ReportDriverFailure(*data, data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule),
-                                              "vkCreateShaderModule", "a module");
-  if (result == VK_SUCCESS && prepared.dependsOnSpecialization) {
-    auto pending = std::make_shared<PendingModule>();
+  // The pending record (a copy of the app's code) is made before the driver's module,
+  // so that running out of memory for it leaves nothing behind.
+  std::shared_ptr<PendingModule> pending;
+  if (prepared.dependsOnSpecialization) {
+    pending = std::make_shared<PendingModule>();
     const auto* words = static_cast<const uint32_t*>(pCreateInfo->pCode);
     pending->original.assign(words, words + pCreateInfo->codeSize / 4);
     pending->hash = Hasher().Add(pending->original).Finish();
+  }
+  const VkResult result = ReportDriverFailure(*data, data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule),
+                                              "vkCreateShaderModule", "a module");
+  if (result != VK_SUCCESS || !pending) return result;
+  try {
     std::unique_lock lock(data->pendingModulesMutex);
     DeviceData::PendingHandle& handle = data->pendingModules[*pShaderModule];
     if (!handle.module) handle.module = std::move(pending);  // a shared handle: the same code
     ++handle.references;
+  } catch (...) {
+    // The map's node could not be made: the app gets NULL, so the module must go.
+    data->dispatch.DestroyShaderModule(device, *pShaderModule, pAllocator);
+    throw;
   }
   return result;
 }
