@@ -4,6 +4,7 @@
 // alone, written to an exclusive temporary file and renamed into place whole.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -47,6 +48,12 @@ bool WriteCacheFileAtomically(const std::filesystem::path& path, std::string_vie
 // Marks a cache file as just used (its modification time: least-recently-used
 // eviction across processes). Never follows a link; failures are ignored.
 void TouchCacheFile(const std::filesystem::path& path);
+
+// What a build or a device no longer in use left in the cache (another build's lowered
+// folder, a layout file of another build, driver version or subgroup size) goes once
+// nothing has used it for this long. Two builds used in turn (a distribution's package
+// and a developer's, a host's and a runtime's sharing ~/.cache) each keep theirs.
+constexpr auto kUnusedCacheKept = std::chrono::hours(24 * 30);
 
 // Removes temporary files ("*.tmp.*") older than an hour from `dir`: what writers
 // that died mid-write left behind.

@@ -152,22 +152,13 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
   return instance.physicalDevices.emplace(physicalDevice, info).first->second;
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* pCreateInfo,
-                                              const VkAllocationCallbacks* pAllocator, VkInstance* pInstance) {
-  VkLayerInstanceCreateInfo* link = FindLinkInfo(pCreateInfo);
-  if (!link || !link->u.pLayerInfo) return VK_ERROR_INITIALIZATION_FAILED;
-  PFN_vkGetInstanceProcAddr nextGetInstanceProcAddr = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
-  PFN_GetPhysicalDeviceProcAddr nextGetPhysicalDeviceProcAddr = link->u.pLayerInfo->pfnNextGetPhysicalDeviceProcAddr;
-  auto nextCreateInstance =
-      reinterpret_cast<PFN_vkCreateInstance>(nextGetInstanceProcAddr(VK_NULL_HANDLE, "vkCreateInstance"));
-  if (!nextCreateInstance) return VK_ERROR_INITIALIZATION_FAILED;
+namespace {
 
-  link->u.pLayerInfo = link->u.pLayerInfo->pNext;  // the next layer finds its own link
-  const VkResult result = nextCreateInstance(pCreateInfo, pAllocator, pInstance);
-  if (result != VK_SUCCESS) return result;
-
+// The layer's state for an instance the driver created, stored under its dispatch key.
+void FinishInstance(const VkInstanceCreateInfo* pCreateInfo, PFN_vkGetInstanceProcAddr nextGetInstanceProcAddr,
+                    PFN_GetPhysicalDeviceProcAddr nextGetPhysicalDeviceProcAddr, VkInstance instance) {
   auto data = std::make_unique<InstanceData>();
-  data->instance = *pInstance;
+  data->instance = instance;
   data->dispatch.GetInstanceProcAddr = nextGetInstanceProcAddr;
   data->dispatch.GetPhysicalDeviceProcAddr = nextGetPhysicalDeviceProcAddr;
   if (pCreateInfo->pApplicationInfo && pCreateInfo->pApplicationInfo->apiVersion)
@@ -191,18 +182,47 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* pCreat
   if (nextGetPhysicalDeviceProcAddr) {
     // A driver that implements the EXT natively answers this; otherwise null.
     d.GetPhysicalDeviceCooperativeMatrixProperties2EXT = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixProperties2EXT>(
-        nextGetPhysicalDeviceProcAddr(*pInstance, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT"));
+        nextGetPhysicalDeviceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixProperties2EXT"));
   }
 
   SettingsResult settings = ReadSettings(pCreateInfo);
   data->settings = settings.settings;
-  InstanceData* stored = Instances().Insert(KeyOf(*pInstance), std::move(data));
+  InstanceData* stored = Instances().Insert(KeyOf(instance), std::move(data));
   for (const std::string& warning : settings.warnings) Log(stored, LogLevel::Warning, warning);
   Log(stored, LogLevel::Info,
       std::string("settings: force_enable=") + (stored->settings.forceEnable ? "true" : "false") +
           " log_level=" + LogLevelName(stored->settings.logLevel) + " validate=" +
           (stored->settings.validate ? "true" : "false") + " dump_dir='" + stored->settings.dumpDir + "'");
   stored->messengers.InstanceCreated();
+}
+
+}  // namespace
+
+VKAPI_ATTR VkResult VKAPI_CALL CreateInstance(const VkInstanceCreateInfo* pCreateInfo,
+                                              const VkAllocationCallbacks* pAllocator, VkInstance* pInstance) {
+  VkLayerInstanceCreateInfo* link = FindLinkInfo(pCreateInfo);
+  if (!link || !link->u.pLayerInfo) return VK_ERROR_INITIALIZATION_FAILED;
+  PFN_vkGetInstanceProcAddr nextGetInstanceProcAddr = link->u.pLayerInfo->pfnNextGetInstanceProcAddr;
+  PFN_GetPhysicalDeviceProcAddr nextGetPhysicalDeviceProcAddr = link->u.pLayerInfo->pfnNextGetPhysicalDeviceProcAddr;
+  auto nextCreateInstance =
+      reinterpret_cast<PFN_vkCreateInstance>(nextGetInstanceProcAddr(VK_NULL_HANDLE, "vkCreateInstance"));
+  if (!nextCreateInstance) return VK_ERROR_INITIALIZATION_FAILED;
+
+  link->u.pLayerInfo = link->u.pLayerInfo->pNext;  // the next layer finds its own link
+  const VkResult result = nextCreateInstance(pCreateInfo, pAllocator, pInstance);
+  if (result != VK_SUCCESS) return result;
+
+  // From here on the driver's instance exists: if the layer's setup throws, the app gets
+  // an error and must not be left holding an instance nobody destroys (review dbb465e #7).
+  auto destroy = reinterpret_cast<PFN_vkDestroyInstance>(nextGetInstanceProcAddr(*pInstance, "vkDestroyInstance"));
+  try {
+    FinishInstance(pCreateInfo, nextGetInstanceProcAddr, nextGetPhysicalDeviceProcAddr, *pInstance);
+  } catch (...) {
+    Instances().Erase(KeyOf(*pInstance));  // nothing when it was not stored yet
+    if (destroy) destroy(*pInstance, pAllocator);
+    *pInstance = VK_NULL_HANDLE;
+    throw;  // the Guard's result: VK_ERROR_OUT_OF_HOST_MEMORY for bad_alloc
+  }
   return VK_SUCCESS;
 }
 

@@ -449,8 +449,24 @@ std::optional<CachedLayouts> ReadCache(const std::filesystem::path& path) {
   return cached;
 }
 
-// Written atomically (cache_files.h); layout files of other builds are removed, as
-// they would never be read again.
+// Removes the layout files in `dir` other than `kept` that nothing has read or written
+// for kUnusedCacheKept: those of builds, driver versions or subgroup sizes no longer in
+// use. Not the others at once: two builds (or drivers) used in turn would each find
+// theirs gone and probe again at every start (review dbb465e finding 6).
+void RemoveUnusedLayoutFiles(const std::filesystem::path& dir, const std::filesystem::path& kept) {
+  const auto limit = std::filesystem::file_time_type::clock::now() - kUnusedCacheKept;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code file;
+    if (name.rfind("layouts-", 0) != 0 || name.find(".tmp.") != std::string::npos || it->path() == kept ||
+        !it->is_regular_file(file))
+      continue;
+    if (const auto used = it->last_write_time(file); !file && used < limit) std::filesystem::remove(it->path(), file);
+  }
+}
+
+// Written atomically (cache_files.h); unused layout files are removed.
 bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayout>& layouts,
                 const std::vector<std::string>& notes, const std::set<uint32_t>& unprobedTypes) {
   std::string text = std::string("# ") + kCacheFormat + "\n";
@@ -459,16 +475,7 @@ bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayou
   for (const LinearLayout& layout : layouts) text += FormatLayout(layout) + "\n";
   text += ChecksumLine(text);
   if (!WriteCacheFileAtomically(path, text)) return false;
-  const std::string ours = std::string("-") + BuildId() + ".txt";
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(path.parent_path(), ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.rfind("layouts-", 0) == 0 && name.find(".tmp.") == std::string::npos &&
-        (name.size() < ours.size() || name.compare(name.size() - ours.size(), ours.size(), ours) != 0)) {
-      std::error_code removed;
-      std::filesystem::remove(it->path(), removed);
-    }
-  }
+  RemoveUnusedLayoutFiles(path.parent_path(), path);
   RemoveStaleTemporaries(path.parent_path());
   return true;
 }
@@ -632,6 +639,7 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   const bool canProbe = sizes.size() == 1 || context.requireSubgroupSize;
   if (!cachePath.empty()) {
     if (auto cached = ReadCache(cachePath)) {
+      TouchCacheFile(cachePath);  // in use: other builds and devices leave it alone
       // A layout for a size pipelines here cannot run at would be applied to the wrong lanes.
       std::erase_if(cached->layouts, [&](const LinearLayout& layout) { return !Supported(sizes, layout); });
       if (!cached->layouts.empty()) {

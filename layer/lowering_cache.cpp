@@ -16,15 +16,13 @@
 namespace coopmat::layer {
 namespace {
 
-// Another build's folder goes once no device of that build has opened it for this long.
-constexpr auto kUnusedBuildsKept = std::chrono::hours(24 * 30);
-
 // What other builds wrote is never read (their entries' build differs), but two builds
 // may be used in turn (a distribution's package and a developer's, a host's and a
 // runtime's sharing ~/.cache): each keeps its folder while it is in use (review
-// 130c39d finding 7; before, every device creation removed the others' folders).
+// 130c39d finding 7; before, every device creation removed the others' folders); a
+// folder no device has opened for kUnusedCacheKept goes.
 void RemoveUnusedBuilds(const std::filesystem::path& root) {
-  const auto limit = std::filesystem::file_time_type::clock::now() - kUnusedBuildsKept;
+  const auto limit = std::filesystem::file_time_type::clock::now() - kUnusedCacheKept;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code kind;

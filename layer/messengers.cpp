@@ -57,7 +57,15 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDebugUtilsMessengerEXT(VkInstance instance,
   InstanceData* data = GetInstanceData(instance);
   if (!data || !data->dispatch.CreateDebugUtilsMessengerEXT) return VK_ERROR_EXTENSION_NOT_PRESENT;
   const VkResult result = data->dispatch.CreateDebugUtilsMessengerEXT(instance, pCreateInfo, pAllocator, pMessenger);
-  if (result == VK_SUCCESS) data->messengers.Add(*pMessenger, *pCreateInfo);
+  if (result != VK_SUCCESS) return result;
+  try {
+    data->messengers.Add(*pMessenger, *pCreateInfo);
+  } catch (...) {
+    // The app gets an error, so it must not be left holding a messenger (review dbb465e #7).
+    data->dispatch.DestroyDebugUtilsMessengerEXT(instance, *pMessenger, pAllocator);
+    *pMessenger = VK_NULL_HANDLE;
+    throw;
+  }
   return result;
 }
 

@@ -11,11 +11,14 @@
 //   subgroup sizes the stage can run at, once per key (lowering_cache.h), and the
 //   driver gets a module made from that code for this call.
 #include <algorithm>
+#include <bit>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -328,13 +331,63 @@ StageLowering LowerForStage(DeviceData& device, std::span<const uint32_t> origin
 }
 
 // The driver failed on code the layer gave it in place of the app's: the app sees only
-// the driver's error, so the layer says the code was its own (test audit 3.4).
-VkResult ReportDriverFailure(const DeviceData& device, VkResult result, const std::string& where, const char* what) {
-  if (result < VK_SUCCESS)
+// the driver's error, so the layer says the code was its own (test audit 3.4). Runs
+// after the driver call, when other objects of the call may exist: it must not throw,
+// or the Guard would turn their handles into NULL and they would leak (review dbb465e #7).
+VkResult ReportDriverFailure(const DeviceData& device, VkResult result, const char* where, const char* what) noexcept {
+  if (result >= VK_SUCCESS) return result;
+  try {
     Log(device.instance, LogLevel::Warning,
-        where + ": the driver failed (" + ResultName(result) + ") on " + what + " that the layer lowered");
+        std::string(where) + ": the driver failed (" + ResultName(result) + ") on " + what + " that the layer lowered");
+  } catch (...) {
+    // Out of memory for the message (or a messenger that threw): the driver's result matters more.
+  }
   return result;
 }
+
+// "compute", "vertex and fragment": the stages in `stages`, for messages.
+std::string StageNames(VkShaderStageFlags stages) {
+  static const std::pair<VkShaderStageFlagBits, const char*> kNames[] = {
+      {VK_SHADER_STAGE_VERTEX_BIT, "vertex"},
+      {VK_SHADER_STAGE_TESSELLATION_CONTROL_BIT, "tessellation control"},
+      {VK_SHADER_STAGE_TESSELLATION_EVALUATION_BIT, "tessellation evaluation"},
+      {VK_SHADER_STAGE_GEOMETRY_BIT, "geometry"},
+      {VK_SHADER_STAGE_FRAGMENT_BIT, "fragment"},
+      {VK_SHADER_STAGE_COMPUTE_BIT, "compute"},
+      {VK_SHADER_STAGE_TASK_BIT_EXT, "task"},
+      {VK_SHADER_STAGE_MESH_BIT_EXT, "mesh"},
+      {VK_SHADER_STAGE_RAYGEN_BIT_KHR, "ray generation"},
+      {VK_SHADER_STAGE_ANY_HIT_BIT_KHR, "any-hit"},
+      {VK_SHADER_STAGE_CLOSEST_HIT_BIT_KHR, "closest-hit"},
+      {VK_SHADER_STAGE_MISS_BIT_KHR, "miss"},
+      {VK_SHADER_STAGE_INTERSECTION_BIT_KHR, "intersection"},
+      {VK_SHADER_STAGE_CALLABLE_BIT_KHR, "callable"},
+  };
+  std::vector<const char*> names;
+  for (const auto& [bit, name] : kNames)
+    if (stages & bit) names.push_back(name);
+  if (names.empty()) return "shader";
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+// The driver failed object `index` of a call, whose `stages` the layer lowered (review
+// dbb465e #8: the warning names what the layer changed, not every object of the batch).
+// After the driver call: never throws, as ReportDriverFailure.
+void ReportFailedObject(const DeviceData& device, VkResult result, const char* where, const char* object, uint32_t index,
+                        VkShaderStageFlags stages) noexcept {
+  try {
+    const std::string what = std::string(object) + " " + std::to_string(index) + "'s " + StageNames(stages) +
+                             (std::popcount(stages) > 1 ? " stages" : " stage");
+    ReportDriverFailure(device, result, where, what.c_str());
+  } catch (...) {
+    // As in ReportDriverFailure: the driver's result matters more than the message.
+  }
+}
+
+template <typename Info> VkPipelineCreateFlags2KHR EffectiveFlags(const Info& info);
 
 // Rewrites pipeline stages: a module registered as pending gets a module made from
 // its pipeline-time lowering (destroyed after the call), inline code is replaced.
@@ -360,6 +413,7 @@ class StageRewriter {
         LowerForStage(device_, scanned.words, Hasher().Add(scanned.words).Finish(), FactsOf(stage), where, onlyCached_);
     if (lowered.result != VK_SUCCESS) return Failed(lowered.result);
     code_.push_back(lowered.code);
+    loweredStages_[info_] |= stage.stage;
     auto* replacement = chains_.Own(*moduleInfo);
     replacement->pCode = lowered.code->words.data();
     replacement->codeSize = lowered.code->words.size() * 4;
@@ -437,20 +491,42 @@ class StageRewriter {
 
   VkResult result() const { return result_; }
 
-  // The driver's result for the pipelines of these stages, reported when it is an error
-  // and stages were lowered here.
-  VkResult DriverResult(VkResult result, const char* where) const {
-    if (code_.empty() && temporaryModules_.empty()) return result;
-    return ReportDriverFailure(device_, result, where, "pipeline stages");
+  // The stages that follow belong to create info `index` of the call, which may ask not
+  // to compile (see LowerForStage).
+  void StartInfo(uint32_t index, bool onlyCached) {
+    info_ = index;
+    onlyCached_ = onlyCached;
   }
 
-  // The stages that follow belong to a pipeline that may not compile (see LowerForStage).
-  void OnlyCached(bool onlyCached) { onlyCached_ = onlyCached; }
+  // After the driver's call for `count` infos: warns for each pipeline the driver left
+  // VK_NULL_HANDLE whose stages the layer lowered; none after one that returned early
+  // (VK_PIPELINE_CREATE_EARLY_RETURN_ON_FAILURE_BIT: those were never attempted), none
+  // for one the layer failed itself.
+  template <typename Info>
+  void ReportDriverFailures(VkResult result, const Info* infos, const VkPipeline* pipelines, uint32_t count,
+                            const char* where) const noexcept {
+    if (result >= VK_SUCCESS || !pipelines) return;
+    for (uint32_t i = 0; i < count; ++i) {
+      if (pipelines[i] != VK_NULL_HANDLE) continue;
+      const auto lowered = loweredStages_.find(i);
+      if (lowered != loweredStages_.end() && !layerFailed_.contains(i))
+        ReportFailedObject(device_, result, where, "pipeline", i, lowered->second);
+      if (EffectiveFlags(infos[i]) & VK_PIPELINE_CREATE_2_EARLY_RETURN_ON_FAILURE_BIT_KHR) return;
+    }
+  }
+
+  // After a driver call for one pipeline's stages (binaries, keys): warns when it failed
+  // and the layer lowered any of them.
+  void ReportPipelineFailure(VkResult result, const char* where) const noexcept {
+    if (const auto lowered = loweredStages_.find(0); lowered != loweredStages_.end() && result < VK_SUCCESS)
+      ReportFailedObject(device_, result, where, "pipeline", 0, lowered->second);
+  }
 
  private:
   // An error outranks VK_PIPELINE_COMPILE_REQUIRED (a success code) for the call's result.
   const VkPipelineShaderStageCreateInfo* Failed(VkResult result) {
     if (result_ == VK_SUCCESS || result < VK_SUCCESS) result_ = result;
+    layerFailed_.insert(info_);
     return nullptr;
   }
 
@@ -479,10 +555,12 @@ class StageRewriter {
     info.codeSize = lowered.code->words.size() * 4;
     info.pCode = lowered.code->words.data();
     VkShaderModule module = VK_NULL_HANDLE;
+    temporaryModules_.reserve(temporaryModules_.size() + 1);  // no allocation once the module exists
     if (const VkResult result = device_.dispatch.CreateShaderModule(device_.device, &info, nullptr, &module);
         result != VK_SUCCESS)
-      return Failed(ReportDriverFailure(device_, result, where, "the stage's module"));
+      return Failed(ReportDriverFailure(device_, result, where, ("the " + StageNames(stage.stage) + " stage's module").c_str()));
     temporaryModules_.push_back(module);
+    loweredStages_[info_] |= stage.stage;
     VkPipelineShaderStageCreateInfo* copy = chains_.Own(stage);
     copy->module = module;
     return copy;
@@ -490,7 +568,10 @@ class StageRewriter {
 
   DeviceData& device_;
   VkResult result_ = VK_SUCCESS;
+  uint32_t info_ = 0;  // the create info being rewritten
   bool onlyCached_ = false;
+  std::map<uint32_t, VkShaderStageFlags> loweredStages_;  // by create info: the stages lowered
+  std::set<uint32_t> layerFailed_;                        // create infos the layer failed itself
   ChainCopy chains_;
   std::vector<std::shared_ptr<const CachedLowering>> code_;
   std::vector<std::vector<VkPipelineShaderStageCreateInfo>> stageArrays_;
@@ -586,12 +667,12 @@ VkResult CreateFromStageLists(DeviceData& device, uint32_t count, const Info* pC
   std::vector<Info> infos(pCreateInfos, pCreateInfos + count);
   std::vector<bool> ok(count, true);
   for (uint32_t i = 0; i < count; ++i) {
-    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
+    rewriter.StartInfo(i, FailsOnCompileRequired(infos[i]));
     ok[i] = RewriteStagesOf(rewriter, infos[i], where);
   }
-  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const Info* p, VkPipeline* out) {
-    return rewriter.DriverResult(callDown(n, p, out), where);
-  });
+  const VkResult result = CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, callDown);
+  rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, where);
+  return result;
 }
 
 // The copy of a VkPipelineCreateInfoKHR (pipeline binaries, keys) whose chained
@@ -627,6 +708,7 @@ class PipelineCreateInfoRewriter {
     return &copy_;
   }
   VkResult result() const { return rewriter_.result(); }
+  void ReportDriverFailure(VkResult result, const char* where) const noexcept { rewriter_.ReportPipelineFailure(result, where); }
 
  private:
   StageRewriter rewriter_;
@@ -649,17 +731,27 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShaderModule(VkDevice device, const VkShade
   VkShaderModuleCreateInfo info = *pCreateInfo;
   info.pCode = prepared.words.data();
   info.codeSize = prepared.words.size() * 4;
-  const VkResult result = ReportDriverFailure(*data, data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule),
-                                              "vkCreateShaderModule", "a module");
-  if (result == VK_SUCCESS && prepared.dependsOnSpecialization) {
-    auto pending = std::make_shared<PendingModule>();
+  // The pending record (a copy of the app's code) is made before the driver's module,
+  // so that running out of memory for it leaves nothing behind.
+  std::shared_ptr<PendingModule> pending;
+  if (prepared.dependsOnSpecialization) {
+    pending = std::make_shared<PendingModule>();
     const auto* words = static_cast<const uint32_t*>(pCreateInfo->pCode);
     pending->original.assign(words, words + pCreateInfo->codeSize / 4);
     pending->hash = Hasher().Add(pending->original).Finish();
+  }
+  const VkResult result = ReportDriverFailure(*data, data->dispatch.CreateShaderModule(device, &info, pAllocator, pShaderModule),
+                                              "vkCreateShaderModule", "a module");
+  if (result != VK_SUCCESS || !pending) return result;
+  try {
     std::unique_lock lock(data->pendingModulesMutex);
     DeviceData::PendingHandle& handle = data->pendingModules[*pShaderModule];
     if (!handle.module) handle.module = std::move(pending);  // a shared handle: the same code
     ++handle.references;
+  } catch (...) {
+    // The map's node could not be made: the app gets NULL, so the module must go.
+    data->dispatch.DestroyShaderModule(device, *pShaderModule, pAllocator);
+    throw;
   }
   return result;
 }
@@ -688,15 +780,17 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice device, VkPipelin
   std::vector<VkComputePipelineCreateInfo> infos(pCreateInfos, pCreateInfos + count);
   std::vector<bool> ok(count, true);
   for (uint32_t i = 0; i < count; ++i) {
-    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
+    rewriter.StartInfo(i, FailsOnCompileRequired(infos[i]));
     const VkPipelineShaderStageCreateInfo* stage = rewriter.Rewrite(infos[i].stage, "vkCreateComputePipelines");
     if (stage) infos[i].stage = *stage;
     else ok[i] = false;
   }
-  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkComputePipelineCreateInfo* p, VkPipeline* out) {
-    return rewriter.DriverResult(data->dispatch.CreateComputePipelines(device, cache, n, p, pAllocator, out),
-                                 "vkCreateComputePipelines");
-  });
+  const VkResult result =
+      CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkComputePipelineCreateInfo* p, VkPipeline* out) {
+        return data->dispatch.CreateComputePipelines(device, cache, n, p, pAllocator, out);
+      });
+  rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateComputePipelines");
+  return result;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipelineCache cache, uint32_t count,
@@ -712,16 +806,18 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateGraphicsPipelines(VkDevice device, VkPipeli
   std::vector<bool> ok(count, true);
   for (uint32_t i = 0; i < count; ++i) {
     VkGraphicsPipelineCreateInfo& info = infos[i];
-    rewriter.OnlyCached(FailsOnCompileRequired(info));
+    rewriter.StartInfo(i, FailsOnCompileRequired(info));
     const bool stages = RewriteStagesOf(rewriter, info, "vkCreateGraphicsPipelines");
     const void* next = stages ? rewriter.RewriteShaderGroupsNV(info.pNext, "vkCreateGraphicsPipelines") : nullptr;
     ok[i] = stages && (next || !info.pNext);  // null for a non-null chain: a group stage failed
     if (ok[i]) info.pNext = next;
   }
-  return CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkGraphicsPipelineCreateInfo* p, VkPipeline* out) {
-    return rewriter.DriverResult(data->dispatch.CreateGraphicsPipelines(device, cache, n, p, pAllocator, out),
-                                 "vkCreateGraphicsPipelines");
-  });
+  const VkResult result =
+      CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines, [&](uint32_t n, const VkGraphicsPipelineCreateInfo* p, VkPipeline* out) {
+        return data->dispatch.CreateGraphicsPipelines(device, cache, n, p, pAllocator, out);
+      });
+  rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateGraphicsPipelines");
+  return result;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkDeferredOperationKHR deferred,
@@ -738,13 +834,17 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkD
   std::vector<bool> ok(count, true);
   bool rewritten = false;
   for (uint32_t i = 0; i < count; ++i) {
-    rewriter.OnlyCached(FailsOnCompileRequired(infos[i]));
+    rewriter.StartInfo(i, FailsOnCompileRequired(infos[i]));
     ok[i] = RewriteStagesOf(rewriter, infos[i], "vkCreateRayTracingPipelinesKHR");
     rewritten |= infos[i].pStages != pCreateInfos[i].pStages;
   }
   const bool allOk = std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
-  if (allOk && (!rewritten || deferred == VK_NULL_HANDLE))
-    return data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+  if (allOk && (!rewritten || deferred == VK_NULL_HANDLE)) {
+    const VkResult result =
+        data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+    rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateRayTracingPipelinesKHR");
+    return result;
+  }
   // A deferred operation could read the rewritten stages after this call has freed
   // them: complete it now, as a driver may, and say so.
   const VkResult result = CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines,
@@ -752,6 +852,7 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkD
                                               return data->dispatch.CreateRayTracingPipelinesKHR(device, VK_NULL_HANDLE, cache, n, p,
                                                                                                  pAllocator, out);
                                             });
+  rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateRayTracingPipelinesKHR");
   return result == VK_SUCCESS && deferred != VK_NULL_HANDLE ? VK_OPERATION_NOT_DEFERRED_KHR : result;
 }
 
@@ -796,21 +897,26 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDataGraphPipelinesARM(VkDevice device, VkDe
   std::vector<bool> ok(count, true);
   bool rewritten = false;
   for (uint32_t i = 0; i < count; ++i) {
-    rewriter.OnlyCached((infos[i].flags & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0);
+    rewriter.StartInfo(i, (infos[i].flags & VK_PIPELINE_CREATE_2_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT_KHR) != 0);
     const void* next = rewriter.RewriteDataGraphModuleARM(infos[i].pNext, "vkCreateDataGraphPipelinesARM");
     ok[i] = next || !infos[i].pNext;
     if (ok[i]) infos[i].pNext = next;
     rewritten |= infos[i].pNext != pCreateInfos[i].pNext;
   }
   const bool allOk = std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
-  if (allOk && (!rewritten || deferred == VK_NULL_HANDLE))
-    return data->dispatch.CreateDataGraphPipelinesARM(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+  if (allOk && (!rewritten || deferred == VK_NULL_HANDLE)) {
+    const VkResult result =
+        data->dispatch.CreateDataGraphPipelinesARM(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+    rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateDataGraphPipelinesARM");
+    return result;
+  }
   // As for ray tracing: a deferred operation must not outlive the rewritten chains.
   const VkResult result = CreateLoweredOnes(infos, ok, rewriter.result(), pPipelines,
                                             [&](uint32_t n, const VkDataGraphPipelineCreateInfoARM* p, VkPipeline* out) {
                                               return data->dispatch.CreateDataGraphPipelinesARM(device, VK_NULL_HANDLE, cache, n, p,
                                                                                                 pAllocator, out);
                                             });
+  rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateDataGraphPipelinesARM");
   return result == VK_SUCCESS && deferred != VK_NULL_HANDLE ? VK_OPERATION_NOT_DEFERRED_KHR : result;
 }
 
@@ -825,7 +931,9 @@ VKAPI_ATTR VkResult VKAPI_CALL CreatePipelineBinariesKHR(VkDevice device, const 
   VkPipelineBinaryCreateInfoKHR info = *pCreateInfo;
   info.pPipelineCreateInfo = rewriter.Rewrite(pCreateInfo->pPipelineCreateInfo, "vkCreatePipelineBinariesKHR");
   if (!info.pPipelineCreateInfo) return rewriter.result();
-  return data->dispatch.CreatePipelineBinariesKHR(device, &info, pAllocator, pBinaries);
+  const VkResult result = data->dispatch.CreatePipelineBinariesKHR(device, &info, pAllocator, pBinaries);
+  rewriter.ReportDriverFailure(result, "vkCreatePipelineBinariesKHR");
+  return result;
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL GetPipelineKeyKHR(VkDevice device, const VkPipelineCreateInfoKHR* pPipelineCreateInfo,
@@ -918,11 +1026,16 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice device, uint32_t count,
       if (failure == VK_SUCCESS) failure = result;
     }
   }
-  return CreateLoweredShaders(infos, ok, failure, pShaders, [&](uint32_t n, const VkShaderCreateInfoEXT* p, VkShaderEXT* out) {
-    const VkResult result = data->dispatch.CreateShadersEXT(device, n, p, pAllocator, out);
-    const bool lowered = std::any_of(code.begin(), code.end(), [](const auto& c) { return c != nullptr; });
-    return lowered ? ReportDriverFailure(*data, result, "vkCreateShadersEXT", "shader code") : result;
+  const VkResult result = CreateLoweredShaders(infos, ok, failure, pShaders, [&](uint32_t n, const VkShaderCreateInfoEXT* p, VkShaderEXT* out) {
+    return data->dispatch.CreateShadersEXT(device, n, p, pAllocator, out);
   });
+  // Shaders the driver left VK_NULL_HANDLE whose code the layer lowered (not those it
+  // refused itself: ok[i] false, no code).
+  if (result < VK_SUCCESS)
+    for (uint32_t i = 0; i < count; ++i)
+      if (code[i] && ok[i] && pShaders[i] == VK_NULL_HANDLE)
+        ReportFailedObject(*data, result, "vkCreateShadersEXT", "shader", i, infos[i].stage);
+  return result;
 }
 
 }  // namespace coopmat::layer

@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace {
@@ -82,15 +83,33 @@ FAKE_CALL(EndCommandBuffer, (VkCommandBuffer c), (c), c)
 FAKE_CREATE(CreateFence, (VkDevice d, const VkFenceCreateInfo* i, A a, VkFence* o), (d, i, a, o), d)
 FAKE_DESTROY(DestroyFence, VkFence)
 
+// Set by a test (FakeDriverAfterPartialFault): runs once a ":last" fault has created
+// the other objects, on the calling thread, before the result goes back up.
+void (*gAfterPartialFault)() = nullptr;
+
+// A ":last" fault: the driver's objects but the last are kept; the last is destroyed
+// and the fault returned.
+template <typename Handle, typename Destroy>
+VkResult FailLast(VkResult result, VkResult fault, uint32_t n, Handle* o, const Destroy& destroy) {
+  if (result != VK_SUCCESS || n == 0) return result;
+  destroy(o[n - 1]);
+  o[n - 1] = VK_NULL_HANDLE;
+  return fault;
+}
+
 VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice d, VkPipelineCache c, uint32_t n,
                                                       const VkComputePipelineCreateInfo* i, A a, VkPipeline* o) {
-  if (VkResult fault = FakeFault("CreateComputePipelines"); fault != VK_SUCCESS) {
+  const VkResult fault = FakeFault("CreateComputePipelines");
+  if (fault != VK_SUCCESS && !FakeFaultOnLastOnly()) {
     for (uint32_t k = 0; k < n; ++k) o[k] = VK_NULL_HANDLE;
     return fault;
   }
   VkResult r = Next<PFN_vkCreateComputePipelines>(d, "vkCreateComputePipelines")(d, c, n, i, a, o);
+  if (fault != VK_SUCCESS)
+    r = FailLast(r, fault, n, o, [&](VkPipeline p) { Next<PFN_vkDestroyPipeline>(d, "vkDestroyPipeline")(d, p, a); });
   for (uint32_t k = 0; k < n; ++k)
     if (o[k]) Count(1);
+  if (fault != VK_SUCCESS && gAfterPartialFault) gAfterPartialFault();
   return r;
 }
 
@@ -98,11 +117,14 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateComputePipelines(VkDevice d, VkPipelineCach
 // handle null, as the driver's own failure must).
 VKAPI_ATTR VkResult VKAPI_CALL CreateShadersEXT(VkDevice d, uint32_t n, const VkShaderCreateInfoEXT* i, A a,
                                                 VkShaderEXT* o) {
-  if (VkResult fault = FakeFault("CreateShadersEXT"); fault != VK_SUCCESS) {
+  const VkResult fault = FakeFault("CreateShadersEXT");
+  if (fault != VK_SUCCESS && !FakeFaultOnLastOnly()) {
     for (uint32_t k = 0; k < n; ++k) o[k] = VK_NULL_HANDLE;
     return fault;
   }
   VkResult r = Next<PFN_vkCreateShadersEXT>(d, "vkCreateShadersEXT")(d, n, i, a, o);
+  if (fault != VK_SUCCESS)
+    r = FailLast(r, fault, n, o, [&](VkShaderEXT s) { Next<PFN_vkDestroyShaderEXT>(d, "vkDestroyShaderEXT")(d, s, a); });
   for (uint32_t k = 0; k < n; ++k)
     if (o[k]) Count(1);
   return r;
@@ -188,6 +210,12 @@ VkResult FakeFault(const char* name) {
   return static_cast<VkResult>(std::atoi(s.c_str() + second + 1));
 }
 
+bool FakeFaultOnLastOnly() {
+  const char* spec = std::getenv("FAKE_DRIVER_FAIL");
+  const std::string_view s = spec ? spec : "";
+  return s.ends_with(":last");
+}
+
 void FakeCountObject(long delta) { Count(delta); }
 
 void FakeDeviceCreated(VkDevice device, PFN_vkGetDeviceProcAddr next) {
@@ -217,3 +245,5 @@ PFN_vkVoidFunction FakeDeviceFunction(const char* name) {
 }
 
 extern "C" __attribute__((visibility("default"))) const FakeDriverStatsData* FakeDriverStats() { return &gStats; }
+
+extern "C" __attribute__((visibility("default"))) void FakeDriverAfterPartialFault(void (*hook)()) { gAfterPartialFault = hook; }

@@ -309,3 +309,89 @@ TEST_CASE("review 8: a failure after the driver created the device destroys it",
   CHECK(o.result == VK_ERROR_OUT_OF_HOST_MEMORY);
   CheckClean(o);
 }
+
+// Allocation failure on demand, for the layer's code after a driver call (review dbb465e
+// finding 7). This executable's malloc is the one the layer's operator new calls (an
+// executable's definition comes first in symbol lookup, the layer's static C++ runtime
+// included), so while this thread has it armed every allocation fails, as when memory
+// runs out. Not with a sanitizer, which brings its own malloc.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define COOPMAT_TEST_MALLOC_FAILS 0
+#else
+#define COOPMAT_TEST_MALLOC_FAILS 1
+extern "C" void* __libc_malloc(size_t size);
+namespace {
+thread_local bool tAllocationsFail = false;
+}  // namespace
+extern "C" void* malloc(size_t size) { return tAllocationsFail ? nullptr : __libc_malloc(size); }
+#endif
+
+namespace {
+#if COOPMAT_TEST_MALLOC_FAILS
+void FailAllocations() { tAllocationsFail = true; }
+
+// Arms FailAllocations to run when the fake driver has made all but the last object of
+// a ":last" fault; disarms both when it goes.
+class AllocationsFailAfterTheDriver {
+ public:
+  AllocationsFailAfterTheDriver() { REQUIRE(SetHook(&FailAllocations)); }
+  ~AllocationsFailAfterTheDriver() {
+    tAllocationsFail = false;
+    SetHook(nullptr);
+  }
+  AllocationsFailAfterTheDriver(const AllocationsFailAfterTheDriver&) = delete;
+  AllocationsFailAfterTheDriver& operator=(const AllocationsFailAfterTheDriver&) = delete;
+
+ private:
+  static bool SetHook(void (*hook)()) {
+    void* library = dlopen(COOPMAT_FAKE_LAYER_DIR "/libVkLayer_COOPMAT_TEST_fake_driver.so", RTLD_NOW | RTLD_NOLOAD);
+    if (!library) return false;
+    auto set = reinterpret_cast<void (*)(void (*)())>(dlsym(library, "FakeDriverAfterPartialFault"));
+    if (set) set(hook);
+    dlclose(library);
+    return set != nullptr;
+  }
+};
+#endif
+}  // namespace
+
+// Review dbb465e finding 7: the driver created the first pipeline of a lowered batch and
+// failed the second; the layer then runs out of memory for its warning. Before, the Guard turned the
+// first pipeline's handle into NULL (the driver's object leaked) and the app got
+// VK_ERROR_OUT_OF_HOST_MEMORY instead of the driver's error.
+TEST_CASE("review dbb465e 7: an exception after the driver created pipelines leaves the app their handles",
+          "[layer][faults]") {
+#if !COOPMAT_TEST_MALLOC_FAILS
+  SKIP("a sanitizer's malloc cannot be made to fail here");
+#else
+  auto path = FakeDriverOnPath();
+  Instance instance(PipelineFaultInstance());
+  REQUIRE(instance.ok());
+  const FakeDriverStatsData before = Stats();
+  {
+    Device device(instance, DeviceOptions{.enableMaintenance5 = true});
+    REQUIRE(device.ok());
+    StageObjects objects(device);
+    const std::vector<uint32_t> words = SpecTilesWords();
+    const SpecTilesSpecialization spec;
+    const VkShaderModuleCreateInfo code = StageObjects::ModuleInfo(words);
+    const VkComputePipelineCreateInfo lowered = objects.PipelineInfo(VK_NULL_HANDLE, &code, &spec.info);
+    const VkComputePipelineCreateInfo infos[2] = {lowered, lowered};
+    VkPipeline pipelines[2] = {};
+    VkResult result;
+    {
+      ScopedEnv armed("FAKE_DRIVER_FAIL", "CreateComputePipelines:1:" + std::to_string(VK_ERROR_OUT_OF_DEVICE_MEMORY) + ":last");
+      const AllocationsFailAfterTheDriver failing;  // disarmed as it goes, right after the call
+      result = vkCreateComputePipelines(device.handle(), VK_NULL_HANDLE, 2, infos, nullptr, pipelines);
+    }
+    CHECK(result == VK_ERROR_OUT_OF_DEVICE_MEMORY);  // the driver's error
+    CHECK(pipelines[0] != VK_NULL_HANDLE);            // what the driver made, for the app to destroy
+    CHECK(pipelines[1] == VK_NULL_HANDLE);
+    for (VkPipeline pipeline : pipelines) vkDestroyPipeline(device.handle(), pipeline, nullptr);
+  }
+  const FakeDriverStatsData after = Stats();
+  CHECK(after.faultsInjected == before.faultsInjected + 1);
+  CHECK(after.liveObjects == before.liveObjects);
+  CHECK(after.liveDevices == before.liveDevices);
+#endif
+}

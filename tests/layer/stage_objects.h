@@ -42,9 +42,17 @@ class StageObjects {
   VkResult CreatePipeline(VkShaderModule module, const std::vector<uint32_t>& words, const VkSpecializationInfo* spec,
                           const VkAllocationCallbacks* allocator, VkPipeline* pipeline) const {
     const VkShaderModuleCreateInfo moduleInfo = ModuleInfo(words);
+    const VkComputePipelineCreateInfo info = PipelineInfo(module, module ? nullptr : &moduleInfo, spec);
+    *pipeline = reinterpret_cast<VkPipeline>(uintptr_t{0xdead});
+    return vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, 1, &info, allocator, pipeline);
+  }
+
+  // The create info CreatePipeline uses: `module`, or the code `moduleInfo` chains into the stage.
+  VkComputePipelineCreateInfo PipelineInfo(VkShaderModule module, const VkShaderModuleCreateInfo* moduleInfo,
+                                           const VkSpecializationInfo* spec) const {
     VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-    info.stage.pNext = module ? nullptr : &moduleInfo;
+    info.stage.pNext = moduleInfo;
     info.stage.flags = VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     info.stage.module = module;
@@ -52,8 +60,7 @@ class StageObjects {
     info.stage.pSpecializationInfo = spec;
     info.layout = layout_.pipelineLayout();
     info.basePipelineIndex = -1;
-    *pipeline = reinterpret_cast<VkPipeline>(uintptr_t{0xdead});
-    return vkCreateComputePipelines(device_.handle(), VK_NULL_HANDLE, 1, &info, allocator, pipeline);
+    return info;
   }
 
   // One compute shader object from `words` (VK_EXT_shader_object); the handle as above.
@@ -81,7 +88,6 @@ class StageObjects {
     destroy(device_.handle(), shader, allocator);
   }
 
- private:
   static VkShaderModuleCreateInfo ModuleInfo(const std::vector<uint32_t>& words) {
     VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
     info.codeSize = words.size() * 4;
@@ -89,6 +95,7 @@ class StageObjects {
     return info;
   }
 
+ private:
   const cmtest::Device& device_;
   StorageBufferLayout layout_;
 };

@@ -5,7 +5,9 @@
 # version newer than GLIBC_2.38, what the README promises (Fedora 39; Ubuntu 24.04 has
 # 2.39, Debian 13 2.41): libstdc++
 # and libgcc are linked in (COOPMAT_STATIC_CXX_RUNTIME), so no GLIBCXX_, CXXABI_ or GCC_
-# version may appear. Prints, per file, what it needs; exits 1 on any violation.
+# version may appear. Each is hardened with full RELRO (-z relro -z now: BIND_NOW and a
+# GNU_RELRO segment), as the top CMakeLists.txt links them. Prints, per file, what it
+# needs; exits 1 on any violation.
 set -eu
 ceiling=2.38
 allowed=" libc.so.6 libm.so.6 ld-linux-x86-64.so.2 libvulkan.so.1 "
@@ -18,6 +20,8 @@ for file in "$@"; do
   for lib in $needed; do
     case $allowed in *" $lib "*) ;; *) echo "  FAIL: needs $lib"; status=1 ;; esac
   done
+  readelf -d "$file" | grep -q BIND_NOW || { echo "  FAIL: not linked with -z now (no BIND_NOW)"; status=1; }
+  readelf -lW "$file" | grep -q GNU_RELRO || { echo "  FAIL: not linked with -z relro (no GNU_RELRO)"; status=1; }
   runtime=$(printf '%s\n' "$versions" | grep -E '^(GLIBCXX|CXXABI|GCC)_' | tr '\n' ' ' || true)
   [ -z "$runtime" ] || { echo "  FAIL: uses the shared C++ runtime: $runtime"; status=1; }
   if [ "$(printf '%s\n%s\n' "$newest" "$ceiling" | sort -V | tail -n 1)" != "$ceiling" ]; then
