@@ -85,6 +85,16 @@ void PrintTable(std::FILE* out, const PassReport& pass) {
   for (const std::string& m : matrices) row(m, [&](size_t i) { return Cell(cells[{m, headers[i]}]); });
 }
 
+// How many cases the layer lowered in registers and how many portably (and why), from its
+// explain files.
+void PrintRoutes(std::FILE* out, const PassReport& pass) {
+  std::map<std::string, size_t> routes;
+  for (const CaseResult& r : pass.cases) ++routes[r.route.empty() ? "not explained" : r.route];
+  std::string text;
+  for (const auto& [route, count] : routes) text += (text.empty() ? "" : ", ") + std::to_string(count) + " " + route;
+  if (!text.empty()) std::fprintf(out, "  routes: %s\n", text.c_str());
+}
+
 // What works around a failed operation: the portable route where it passed there, else
 // hiding the operation from applications.
 void PrintWorkarounds(std::FILE* out, const DeviceReport& device) {
@@ -179,12 +189,14 @@ void PrintDevice(std::FILE* out, const DeviceReport& device) {
       continue;
     }
     PrintTable(out, pass);
+    PrintRoutes(out, pass);
   }
   for (const PassReport& pass : device.passes)
     for (const CaseResult& r : pass.cases)
       if (r.outcome == Outcome::Fail)
-        std::fprintf(out, "  FAIL (subgroup size %u, lowering=%s) %s, %s: %s: %s\n", pass.subgroupSize, pass.route.c_str(),
-                     r.operation.c_str(), r.matrix.c_str(), r.name.c_str(), Shorten(r.detail, 400).c_str());
+        std::fprintf(out, "  FAIL (subgroup size %u, lowering=%s) %s, %s: %s (%s): %s\n", pass.subgroupSize,
+                     pass.route.c_str(), r.operation.c_str(), r.matrix.c_str(), r.name.c_str(),
+                     r.route.empty() ? "route not explained" : r.route.c_str(), Shorten(r.detail, 400).c_str());
   PrintWorkarounds(out, device);
 }
 
@@ -211,7 +223,7 @@ std::string ToJson(const Report& report) {
       JsonList(o, p.cases, [&](const CaseResult& r) {
         o << "{\"operation\":" << JsonString(r.operation) << ",\"matrix\":" << JsonString(r.matrix)
           << ",\"case\":" << JsonString(r.name) << ",\"result\":\"" << Name(r.outcome) << "\",\"detail\":" << JsonString(r.detail)
-          << '}';
+          << ",\"route\":" << JsonString(r.route) << '}';
       });
       o << '}';
     });

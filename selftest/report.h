@@ -15,6 +15,7 @@ struct CaseResult {
   std::string operation, matrix, name, feature;
   Outcome outcome = Outcome::Pass;
   std::string detail;  // the first mismatches, or why it did not run
+  std::string route;   // what the layer's explain files said: "registers", "portable (<why>)", ...
 };
 
 // One run of the plan: one subgroup size, one lowering route.

@@ -5,11 +5,13 @@
 // portable one. docs/selftest.md says what it covers and how to read it.
 #include "plan.h"
 #include "report.h"
+#include "routes.h"
 #include "selftest_modules.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -20,6 +22,7 @@
 #ifdef _WIN32
 #include <fcntl.h>
 #include <io.h>
+#include <process.h>
 #define dup _dup
 #define dup2 _dup2
 #define fdopen _fdopen
@@ -49,11 +52,13 @@ struct Options {
   bool flexible = true;             // --shapes all: also NV flexible dimensions where the device has them
   bool list = false;                // --list: print the plan, run nothing
   bool verbose = false;             // --verbose: the layer's and driver's own stderr lines too
+  std::string dumpDir;              // --dump-dir DIR: keep the layer's dumps there (else a temporary folder)
 };
 
 constexpr const char* kUsage =
     "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable] [--builtin-layouts FAMILY]\n"
-    "                        [--layouts FILE] [--shapes all|listed] [--filter TEXT] [--list] [--verbose]\n"
+    "                        [--layouts FILE] [--shapes all|listed] [--filter TEXT] [--list] [--dump-dir DIR]\n"
+    "                        [--verbose]\n"
     "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
     "with VK_KHR_cooperative_matrix, at every shape and type it lists, and compares each result with a CPU\n"
     "reference. Exit status: 0 all passed, 1 a failure, 2 nothing could be tested or bad arguments.\n"
@@ -67,6 +72,7 @@ constexpr const char* kUsage =
     "                         their granularity in rows, columns and both, where the device has them)\n"
     "  --filter TEXT          only cases whose name or operation contains TEXT\n"
     "  --list                 list the cases for each device and run none\n"
+    "  --dump-dir DIR         keep what the layer dumps for every case (original, lowered, GLSL, explain) in DIR\n"
     "  --verbose              let the layer and the driver write to stderr (the layer's lines are in the report anyway)\n";
 
 bool ParseOptions(int argc, char** argv, Options& o) {
@@ -100,6 +106,8 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.filter = v;
     } else if (arg == "--list") {
       o.list = true;
+    } else if (arg == "--dump-dir" && value(v)) {
+      o.dumpDir = v;
     } else if (arg == "--verbose") {
       o.verbose = true;
     } else {
@@ -176,15 +184,18 @@ std::vector<DeviceInfo> Devices() {
 }
 
 exec::EnvOptions EnvFor(const Options& o, uint32_t device, bool flexible, uint32_t subgroupSize, const std::string& route,
-                        const std::vector<std::string>& layoutLines = {}) {
+                        const std::vector<std::string>& layoutLines = {}, const std::string& dumpDir = "") {
   exec::EnvOptions e;
+  // The explain files say each case's route; a lowering served from the layer's cache has none.
+  if (!dumpDir.empty()) e.layerSettings = {{"dump_dir", dumpDir}, {"shader_cache", "false"}};
   e.flex = flexible;
   e.knownLayoutLines = layoutLines;
   e.listedDevice = true;
   e.deviceIndex = static_cast<int>(device);
   e.subgroupSize = subgroupSize;
   // Through the layer also where the driver has the extension itself.
-  e.layerSettings = {{"force_enable", "true"}, {"lowering", route}};
+  e.layerSettings.push_back({"force_enable", "true"});
+  e.layerSettings.push_back({"lowering", route});
   if (!o.builtinLayouts.empty() || !o.layoutsFile.empty()) e.layerSettings.push_back({"layout_probe", "false"});
   if (!o.builtinLayouts.empty()) e.layerSettings.push_back({"builtin_layouts", o.builtinLayouts});
   if (!o.layoutsFile.empty()) e.layerSettings.push_back({"layouts_file", o.layoutsFile});
@@ -229,6 +240,14 @@ std::vector<uint32_t> SubgroupSizes(const exec::Env& env) {
 // lines, hundreds of them); those reach the report through the messenger, so unless --verbose
 // stderr itself goes to the null device and the tool keeps a copy of it.
 std::FILE* gErr = stderr;
+
+int ProcessId() {
+#ifdef _WIN32
+  return _getpid();
+#else
+  return getpid();
+#endif
+}
 void QuietStderr() {
   std::fflush(stderr);
   const int copy = dup(fileno(stderr));
@@ -263,8 +282,13 @@ PassReport RunPass(const Options& o, const exec::Env& first, uint32_t device, ui
   PassReport pass;
   pass.subgroupSize = subgroupSize;
   pass.route = route;
+  const std::string passName = "device" + std::to_string(device) + "-subgroup" + std::to_string(subgroupSize) + "-" + route;
+  Routes routes(o.dumpDir.empty() ? std::filesystem::temp_directory_path() /
+                                        ("coopmat-selftest-" + std::to_string(ProcessId()) + "-" + passName)
+                                  : std::filesystem::path(o.dumpDir) / passName,
+                !o.dumpDir.empty());
   const exec::Env env(EnvFor(o, device, first.device().nvCoopmat2(), subgroupSize == first.subgroupSize() ? 0 : subgroupSize,
-                             route, first.layoutLines()));
+                             route, first.layoutLines(), routes.folder().string()));
   if (std::string problem = env.Problem(); !problem.empty()) {
     pass.problem = problem;
     return pass;
@@ -275,6 +299,7 @@ PassReport RunPass(const Options& o, const exec::Env& first, uint32_t device, ui
                   route + ": " + std::to_string(i + 1) + "/" + std::to_string(plan.size()) + " " + c.name);
     CaseResult r{c.operation, c.matrix, c.name, c.feature};
     r.detail = c.run(env);
+    r.route = routes.Since();
     if (r.detail.rfind(exec::kNotRun, 0) == 0) r.outcome = Outcome::Skip;
     else if (!r.detail.empty()) r.outcome = Outcome::Fail;
     pass.cases.push_back(std::move(r));
