@@ -186,6 +186,9 @@ std::vector<DeviceInfo> Devices() {
 exec::EnvOptions EnvFor(const Options& o, uint32_t device, bool flexible, uint32_t subgroupSize, const std::string& route,
                         const std::vector<std::string>& layoutLines = {}, const std::string& dumpDir = "") {
   exec::EnvOptions e;
+  // A real device's dispatch takes microseconds; a CPU driver compiles inside the fence wait,
+  // which a 32- or 64-lane virtual device on a loaded machine took more than 30 s for.
+  e.fenceTimeoutNs = 300'000'000'000ull;
   // The explain files say each case's route; a lowering served from the layer's cache has none.
   if (!dumpDir.empty()) e.layerSettings = {{"dump_dir", dumpDir}, {"shader_cache", "false"}};
   e.flex = flexible;

@@ -296,6 +296,7 @@ constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
 
 Env::Env(const EnvOptions& options) {
   listed_ = options.listedDevice;
+  fenceTimeoutNs_ = options.fenceTimeoutNs;
   virtual_ = !listed_ && TheVirtualDevice().on;
   // The native lane (COOPMAT_EXEC_NATIVE=1, tests/exec/native_lane.sh): the same cases
   // against a driver's own implementation of the extension, without the layer.
@@ -566,6 +567,7 @@ std::string Dispatch(const Env& env, cmtest::ComputeJob job, const Grid& grid, s
   if (env.onVirtualDevice())
     if (const std::string why = VirtualDeviceLacks(job); !why.empty()) return kNotRun + why;
   job.groupCountX = grid.groups;
+  job.timeoutNs = std::max(job.timeoutNs, env.fenceTimeoutNs());
   job.requiredSubgroupSize = grid.requireSubgroupSize || env.requiresSubgroupSize() ? env.subgroupSize() : 0;
   job.requireFullSubgroups = grid.fullSubgroups;
   const size_t before = env.instance().messages().size();

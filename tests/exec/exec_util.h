@@ -112,6 +112,10 @@ struct EnvOptions {
   // layer reports none (lowering=portable probes nothing): how many replicas an element has
   // is the device's, whatever the route.
   std::vector<std::string> knownLayoutLines;
+  // The least a dispatch's fence wait may take (0: the job's own, 30 s). Lavapipe compiles a
+  // pipeline inside the wait; a loaded machine running a 32-lane virtual device's
+  // pipelines needs longer, and a hang still shows.
+  uint64_t fenceTimeoutNs = 0;
 };
 
 // The virtual device: whether COOPMAT_VIRTUAL_PROFILE names a profile (the suite then
@@ -161,6 +165,7 @@ class Env {
   uint32_t Replicas(Use use, T t, uint32_t rows, uint32_t cols) const;
   // Whether pipelines name their subgroup size (EnvOptions::subgroupSize).
   bool requiresSubgroupSize() const { return requireSize_; }
+  uint64_t fenceTimeoutNs() const { return fenceTimeoutNs_; }
   // EnvOptions::listedDevice.
   bool listedDevice() const { return listed_; }
   // Whether the layer lowers portably only (lowering=portable, by setting or variable).
@@ -183,6 +188,7 @@ class Env {
   bool listed_ = false;           // EnvOptions::listedDevice
   bool requireSize_ = false;      // EnvOptions::subgroupSize named one
   bool portable_ = false;
+  uint64_t fenceTimeoutNs_ = 0;
   std::vector<std::string> layoutLines_;
   bool expectRegisters_ = false;  // through the layer with lowering=auto
   bool native_ = false;           // the native lane: the driver's own extension, no layer
