@@ -47,7 +47,7 @@ check_round() {
   "$wineserver" -w
   # shellcheck disable=SC1003
   unix=$WINEPREFIX/drive_c/$(printf %s "$folder" | tr '\\' /)
-  for file in VkLayer_coopmat_maintenance1.dll VkLayer_coopmat_maintenance1.json coopmat-lower.exe; do
+  for file in VkLayer_coopmat_maintenance1.dll VkLayer_coopmat_maintenance1.json coopmat-lower.exe coopmat-selftest.exe; do
     [ -f "$unix/bin/$file" ] || fail "$what: no $folder\\bin\\$file"
   done
   same_but_stamp "$unix/bin/VkLayer_coopmat_maintenance1.dll" "$work/stripped.dll" ||
