@@ -287,7 +287,7 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
     data->optionsFingerprint = OptionsFingerprint(data->physicalDevice, data->lowerOptions);
     const InstanceData* owner = &instance;
     data->loweringCache = std::make_unique<LoweringCache>(
-        instance.settings.shaderCache && !CacheDirectory().empty() ? CacheDirectory() / "lowered" : std::filesystem::path(),
+        instance.settings.shaderCache ? OpenCacheDirectory().Sub("lowered") : platform::TrustedFolder(),
         CacheLimits{.diskBytes = instance.settings.shaderCacheMaxSize},
         [owner](const std::string& message) { Log(owner, LogLevel::Warning, message); });
   }

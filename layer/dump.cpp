@@ -35,7 +35,7 @@ class DumpWriter {
 
   // Whole or not at all: another thread may be dumping the same module.
   void Write(const std::string& suffix, std::string_view bytes) const {
-    if (!WriteCacheFileAtomically(Path(suffix), bytes)) Warn("dump_dir: cannot write " + Path(suffix));
+    if (!WriteFileAtomically(Path(suffix), bytes)) Warn("dump_dir: cannot write " + Path(suffix));
   }
   void Write(const std::string& suffix, std::span<const uint32_t> words) const {
     Write(suffix, std::string_view(reinterpret_cast<const char*>(words.data()), words.size_bytes()));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -435,8 +436,8 @@ struct CachedLayouts {
 };
 constexpr std::string_view kUnprobedLine = "# unprobed component type ";
 
-std::optional<CachedLayouts> ReadCache(const std::filesystem::path& path) {
-  const std::optional<std::string> content = ReadCacheFile(path, 1u << 20);
+std::optional<CachedLayouts> ReadCache(const platform::TrustedFolder& folder, const std::string& name) {
+  const std::optional<std::string> content = ReadCacheFile(folder, name, 1u << 20);
   if (!content || content->rfind(std::string("# ") + kCacheFormat, 0) != 0) return std::nullopt;
   const size_t last = content->rfind("# checksum ");
   if (last == std::string::npos || content->substr(last) != ChecksumLine(std::string_view(*content).substr(0, last)))
@@ -453,30 +454,25 @@ std::optional<CachedLayouts> ReadCache(const std::filesystem::path& path) {
 // for kUnusedCacheKept: those of builds, driver versions or subgroup sizes no longer in
 // use. Not the others at once: two builds (or drivers) used in turn would each find
 // theirs gone and probe again at every start (review dbb465e finding 6).
-void RemoveUnusedLayoutFiles(const std::filesystem::path& dir, const std::filesystem::path& kept) {
-  const auto limit = std::filesystem::file_time_type::clock::now() - kUnusedCacheKept;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    std::error_code file;
-    if (name.rfind("layouts-", 0) != 0 || name.find(".tmp.") != std::string::npos || it->path() == kept ||
-        !it->is_regular_file(file))
-      continue;
-    if (const auto used = it->last_write_time(file); !file && used < limit) std::filesystem::remove(it->path(), file);
-  }
+void RemoveUnusedLayoutFiles(const platform::TrustedFolder& folder, const std::string& kept) {
+  const auto limit = std::chrono::system_clock::now() - kUnusedCacheKept;
+  for (const platform::TrustedFolder::Entry& entry : folder.List())
+    if (entry.name.rfind("layouts-", 0) == 0 && entry.name.find(".tmp.") == std::string::npos && entry.name != kept &&
+        entry.kind == platform::TrustedFolder::Entry::Kind::File && entry.modified < limit)
+      folder.Remove(entry.name);
 }
 
 // Written atomically (cache_files.h); unused layout files are removed.
-bool WriteCache(const std::filesystem::path& path, const std::vector<LinearLayout>& layouts,
+bool WriteCache(const platform::TrustedFolder& folder, const std::string& name, const std::vector<LinearLayout>& layouts,
                 const std::vector<std::string>& notes, const std::set<uint32_t>& unprobedTypes) {
   std::string text = std::string("# ") + kCacheFormat + "\n";
   for (const std::string& note : notes) text += "# " + note + "\n";
   for (uint32_t type : unprobedTypes) text += std::string(kUnprobedLine) + std::to_string(type) + "\n";
   for (const LinearLayout& layout : layouts) text += FormatLayout(layout) + "\n";
   text += ChecksumLine(text);
-  if (!WriteCacheFileAtomically(path, text)) return false;
-  RemoveUnusedLayoutFiles(path.parent_path(), path);
-  RemoveStaleTemporaries(path.parent_path());
+  if (!WriteCacheFileAtomically(folder, name, text)) return false;
+  RemoveUnusedLayoutFiles(folder, name);
+  RemoveStaleTemporaries(folder);
   return true;
 }
 
@@ -590,7 +586,8 @@ void ReportLayouts(const InstanceData& instance, const std::vector<LayoutKey>& k
 // A cached layout file whose types an earlier app left out: those this app allows are
 // probed now, added to `cached` and the file rewritten (unless that probe failed).
 void ProbeTypesLeftOut(const InstanceData& instance, const ProbeContext& context, const std::vector<LayoutKey>& keys,
-                       std::optional<DriverFamily> family, const std::filesystem::path& cachePath, CachedLayouts& cached,
+                       std::optional<DriverFamily> family, const platform::TrustedFolder& folder,
+                       const std::string& cacheName, CachedLayouts& cached,
                        bool* deviceLost) {
   std::vector<LayoutKey> missing;
   for (const LayoutKey& key : keys)
@@ -606,19 +603,18 @@ void ProbeTypesLeftOut(const InstanceData& instance, const ProbeContext& context
     Log(&instance, LogLevel::Warning, "layout probe: " + note + "; operations on it use the portable path");
   cached.layouts.insert(cached.layouts.end(), more.layouts.begin(), more.layouts.end());
   for (const LayoutKey& key : missing) cached.unprobedTypes.erase(key.componentType);
-  if (!more.runFailed && !WriteCache(cachePath, cached.layouts, {}, cached.unprobedTypes))
-    Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
+  if (!more.runFailed && !WriteCache(folder, cacheName, cached.layouts, {}, cached.unprobedTypes))
+    Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + (folder.path() / cacheName).string());
 }
 
-// The layer's cache folder, created when missing, or empty (with a warning) when it
-// cannot be trusted: a planted layout file would put wrong layouts into every shader
-// (review 130c39d finding 6).
-std::filesystem::path TrustedLayoutFolder(const InstanceData& instance) {
-  const std::filesystem::path directory = CacheDirectory();
-  if (directory.empty() || (MakePrivateDirectory(directory) && IsPrivateFolderChain(directory, directory))) return directory;
-  Log(&instance, LogLevel::Warning,
-      "layout probe: " + directory.string() + " is a link, another user's, or writable by others; layouts are not cached");
-  return {};
+// The layer's cache folder, opened (created when missing) and held, or none (with a
+// warning) when it cannot be trusted: a planted layout file would put wrong layouts into
+// every shader (review 130c39d finding 6, review dbb465e finding 5).
+platform::TrustedFolder TrustedLayoutFolder(const InstanceData& instance) {
+  platform::TrustedFolder folder = OpenCacheDirectory();
+  if (!folder.valid() && !folder.why().empty())
+    Log(&instance, LogLevel::Warning, "layout probe: " + folder.why() + "; layouts are not cached");
+  return folder;
 }
 
 }  // namespace
@@ -628,23 +624,24 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   const std::vector<uint32_t> sizes = device.physicalDevice.PipelineSubgroupSizes();
   const DeviceIdentity identity = Identify(device.physicalDevice);
   const std::optional<DriverFamily> family = KnownFamily(identity);
-  const std::filesystem::path directory = TrustedLayoutFolder(instance);
-  const std::filesystem::path cachePath =
-      directory.empty() || identity.cacheName.empty() ? std::filesystem::path() : directory / identity.cacheName;
+  const platform::TrustedFolder folder = TrustedLayoutFolder(instance);
+  const std::string& cacheName = identity.cacheName;
+  const bool cacheable = folder.valid() && !cacheName.empty();
+  const std::string cachePath = (folder.path() / cacheName).string();  // for messages
   std::vector<LayoutKey> keys;
   for (uint32_t size : sizes)
     for (const LayoutKey& key : KeysToProbe(instance, context.physicalDevice, size)) keys.push_back(key);
   // Probing at a size other than the default needs a required size, which needs the
   // app's subgroupSizeControl and computeFullSubgroups.
   const bool canProbe = sizes.size() == 1 || context.requireSubgroupSize;
-  if (!cachePath.empty()) {
-    if (auto cached = ReadCache(cachePath)) {
-      TouchCacheFile(cachePath);  // in use: other builds and devices leave it alone
+  if (cacheable) {
+    if (auto cached = ReadCache(folder, cacheName)) {
+      TouchCacheFile(folder, cacheName);  // in use: other builds and devices leave it alone
       // A layout for a size pipelines here cannot run at would be applied to the wrong lanes.
       std::erase_if(cached->layouts, [&](const LinearLayout& layout) { return !Supported(sizes, layout); });
       if (!cached->layouts.empty()) {
-        Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->layouts.size()) + " from " + cachePath.string());
-        if (canProbe) ProbeTypesLeftOut(instance, context, keys, family, cachePath, *cached, deviceLost);
+        Log(&instance, LogLevel::Info, "layouts: " + std::to_string(cached->layouts.size()) + " from " + cachePath);
+        if (canProbe) ProbeTypesLeftOut(instance, context, keys, family, folder, cacheName, *cached, deviceLost);
         ReportLayouts(instance, keys, cached->layouts, "probed (cached)");
         return *deviceLost ? std::vector<LinearLayout>{} : cached->layouts;
       }
@@ -707,8 +704,8 @@ std::vector<LinearLayout> DiscoverLayouts(DeviceData& device, const ProbeContext
   ReportLayouts(instance, keys, outcome.layouts, "probed");
   // Cached with the types left out for this app's features: another app probes just those
   // (review 130c39d finding 2: before, such a device probed everything at every creation).
-  if (!outcome.runFailed && !cachePath.empty() && !WriteCache(cachePath, outcome.layouts, outcome.notes, outcome.unprobedTypes))
-    Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath.string());
+  if (!outcome.runFailed && cacheable && !WriteCache(folder, cacheName, outcome.layouts, outcome.notes, outcome.unprobedTypes))
+    Log(&instance, LogLevel::Warning, "layout probe: cannot write the cache " + cachePath);
   return outcome.layouts;
 }
 

@@ -21,13 +21,12 @@ namespace {
 // runtime's sharing ~/.cache): each keeps its folder while it is in use (review
 // 130c39d finding 7; before, every device creation removed the others' folders); a
 // folder no device has opened for kUnusedCacheKept goes.
-void RemoveUnusedBuilds(const std::filesystem::path& root) {
-  const auto limit = std::filesystem::file_time_type::clock::now() - kUnusedCacheKept;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code kind;
-    if (it->path().filename() == BuildId() || it->is_symlink(kind)) continue;
-    if (const auto used = it->last_write_time(kind); !kind && used < limit) std::filesystem::remove_all(it->path(), kind);
+void RemoveUnusedBuilds(const platform::TrustedFolder& root) {
+  const auto limit = std::chrono::system_clock::now() - kUnusedCacheKept;
+  for (const platform::TrustedFolder::Entry& entry : root.List()) {
+    if (entry.name == BuildId() || entry.modified >= limit) continue;
+    if (entry.kind == platform::TrustedFolder::Entry::Kind::Folder) root.RemoveFolder(entry.name);
+    else if (entry.kind == platform::TrustedFolder::Entry::Kind::File) root.Remove(entry.name);
   }
 }
 
@@ -131,39 +130,26 @@ size_t LoweringCache::MemoryCharge(const CachedLowering& entry) {
   return 128 + entry.words.size() * sizeof(uint32_t) + entry.error.size();
 }
 
-LoweringCache::LoweringCache(const std::filesystem::path& root, CacheLimits limits,
+LoweringCache::LoweringCache(const platform::TrustedFolder& root, CacheLimits limits,
                              std::function<void(const std::string&)> warn)
-    : directory_(root.empty() ? root : root / BuildId()),
-      // Up to `root`, and the layer's own folder above it when `root` is the layer's
-      // (CacheDirectory()/lowered; tests pass folders of their own).
-      trustedFrom_(root.empty() || root.parent_path() != CacheDirectory() ? root : root.parent_path()),
-      limits_(limits),
-      warn_(std::move(warn)) {
-  if (root.empty()) return;
-  if (!FoldersPrivate(/*missing=*/true)) {
-    WarnNotPrivate();
-    directory_.clear();
+    : folder_(root.Sub(BuildId())), limits_(limits), warn_(std::move(warn)) {
+  if (!folder_.valid()) {
+    if (!folder_.why().empty())
+      WarnOnce("shader cache: " + folder_.why() + "; pipeline-time lowerings are kept in memory only");
     return;
   }
-  TouchCacheFile(directory_);  // this build is in use: other builds leave its folder alone
-  if (!FirstOpenInProcess(directory_, limits_.diskBytes)) {
+  TouchCacheFile(folder_);  // this build is in use: other builds leave its folder alone
+  if (!FirstOpenInProcess(folder_.path(), limits_.diskBytes)) {
     diskUsed_ = limits_.diskBytes / 4 * 3;  // at most what the last trim left; a write past the limit measures again
     return;
   }
   RemoveUnusedBuilds(root);
-  RemoveStaleTemporaries(directory_);  // what writers that died mid-write left
+  RemoveStaleTemporaries(folder_);  // what writers that died mid-write left
   TrimDisk();  // also measures what is there
 }
 
-bool LoweringCache::FoldersPrivate(bool missing) const { return IsPrivateFolderChain(trustedFrom_, directory_, missing); }
-
-void LoweringCache::WarnNotPrivate() {
-  if (warn_)
-    std::call_once(warned_, [&] {
-      warn_("shader cache: " + directory_.string() +
-            " or a folder above it is a link, another user's, or writable by others; pipeline-time lowerings are kept in "
-            "memory only");
-    });
+void LoweringCache::WarnOnce(const std::string& message) {
+  if (warn_) std::call_once(warned_, [&] { warn_(message); });
 }
 
 std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, const std::function<CachedLowering()>& lower,
@@ -191,8 +177,7 @@ std::shared_ptr<const CachedLowering> LoweringCache::Get(const Hash128& key, con
       // A hit passes what fresh output passes (a scan, and spirv-val under validate).
       if (std::string why = check(entry->words); !why.empty()) {
         if (rejected) *rejected = why;
-        std::error_code ec;
-        std::filesystem::remove(EntryPath(key), ec);
+        folder_.Remove(EntryName(key));
         entry = nullptr;
       }
     }
@@ -280,9 +265,8 @@ std::shared_ptr<const CachedLowering> LoweringCache::Peek(const Hash128& key, Ca
 }
 
 std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key) const {
-  if (directory_.empty()) return nullptr;
-  const std::filesystem::path path = EntryPath(key);
-  const std::optional<std::string> bytes = ReadCacheFile(path, sizeof(Header) + (64u << 22));
+  if (!folder_.valid()) return nullptr;
+  const std::optional<std::string> bytes = ReadCacheFile(folder_, EntryName(key), sizeof(Header) + (64u << 22));
   if (!bytes || bytes->size() < sizeof(Header)) return nullptr;
   Header header{};
   std::memcpy(&header, bytes->data(), sizeof(header));
@@ -296,30 +280,22 @@ std::shared_ptr<const CachedLowering> LoweringCache::ReadDisk(const Hash128& key
   entry->ok = true;
   entry->opsLowered = header.opsLowered;
   entry->opsInRegisters = header.opsInRegisters;
-  TouchCacheFile(path);  // now the most recently used: the last the size limit removes
+  TouchCacheFile(folder_, EntryName(key));  // now the most recently used: the last the size limit removes
   return entry;
 }
 
 void LoweringCache::WriteDisk(const Hash128& key, const CachedLowering& entry) {
-  if (directory_.empty()) return;
+  if (!folder_.valid()) return;
   const Header header{kMagic, kFormat, key.low, key.high, BuildHash(), static_cast<uint32_t>(entry.words.size()),
                       entry.opsLowered, entry.opsInRegisters, Checksum(entry.words)};
   std::string bytes(sizeof(header) + entry.words.size() * 4, '\0');
   if (bytes.size() > limits_.diskBytes) return;  // it would evict everything, itself included
   std::memcpy(bytes.data(), &header, sizeof(header));
   std::memcpy(bytes.data() + sizeof(header), entry.words.data(), entry.words.size() * 4);
-  if (MakePrivateDirectory(directory_) && !FoldersPrivate(/*missing=*/false)) {  // changed since the cache was opened
-    WarnNotPrivate();
-    return;
-  }
-  if (!WriteCacheFileAtomically(EntryPath(key), bytes)) {
-    // Read-only, full, or not a folder: the app still works, lowering once per process.
-    const std::string error = std::strerror(errno);
-    if (warn_)
-      std::call_once(warned_, [&] {
-        warn_("shader cache: cannot write " + directory_.string() + " (" + error +
-              "); pipeline-time lowerings are kept in memory only");
-      });
+  if (!WriteCacheFileAtomically(folder_, EntryName(key), bytes)) {
+    // Read-only or full: the app still works, lowering once per process.
+    WarnOnce("shader cache: cannot write " + folder_.path().string() + " (" + std::strerror(errno) +
+             "); pipeline-time lowerings are kept in memory only");
     return;
   }
   if (diskUsed_ += bytes.size(); diskUsed_ > limits_.diskBytes) TrimDisk();
@@ -329,29 +305,20 @@ void LoweringCache::TrimDisk() {
   // One trimmer at a time; a thread finding another one at work leaves it the job.
   std::unique_lock lock(trimMutex_, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  struct File {
-    std::filesystem::file_time_type used;
-    uint64_t bytes;
-    std::filesystem::path path;
-  };
-  std::vector<File> files;
+  using Entry = platform::TrustedFolder::Entry;
+  std::vector<Entry> files = folder_.List();
+  std::erase_if(files, [](const Entry& file) {
+    return file.kind != Entry::Kind::File || !file.name.ends_with(".spv");  // links are Kind::Other
+  });
   uint64_t total = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(directory_, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code error;
-    if (it->path().extension() != ".spv" || !it->is_regular_file(error) || it->is_symlink(error)) continue;
-    File file{it->last_write_time(error), it->file_size(error), it->path()};
-    if (error) continue;
-    total += file.bytes;
-    files.push_back(std::move(file));
-  }
+  for (const Entry& file : files) total += file.bytes;
   if (total > limits_.diskBytes) {
     // Down to three quarters, so that a full cache is not scanned again at every write.
-    std::sort(files.begin(), files.end(), [](const File& a, const File& b) { return a.used < b.used; });
+    std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.modified < b.modified; });
     // The newest stays: it was just written or read, and fits the limit alone.
-    for (const File& file : std::span(files).first(files.size() - 1)) {
+    for (const Entry& file : std::span(files).first(files.size() - 1)) {
       if (total <= limits_.diskBytes / 4 * 3) break;
-      if (std::filesystem::remove(file.path, ec)) total -= file.bytes;
+      if (folder_.Remove(file.name)) total -= file.bytes;
     }
   }
   diskUsed_ = total;

@@ -18,6 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "platform.h"
+
 namespace coopmat::layer {
 
 struct Hash128 {
@@ -60,10 +62,11 @@ struct CacheLimits {
 
 class LoweringCache {
  public:
-  // root: where entries are stored on disk (empty: memory only), in a folder per
-  // build identity (cache_files.h, BuildId); other builds' folders are removed.
-  // warn: told once, the first time an entry cannot be written.
-  explicit LoweringCache(const std::filesystem::path& root, CacheLimits limits = {},
+  // root: the trusted folder entries are stored in (none: memory only), in a folder per
+  // build identity (cache_files.h, BuildId), opened and checked here and then held;
+  // other builds' folders are removed once unused. warn: told once, when the folder
+  // cannot be trusted or opened, or the first time an entry cannot be written.
+  explicit LoweringCache(const platform::TrustedFolder& root, CacheLimits limits = {},
                          std::function<void(const std::string&)> warn = nullptr);
 
   // What a disk entry must pass before it is used, as fresh output does: "" to accept,
@@ -83,9 +86,9 @@ class LoweringCache {
   // VK_PIPELINE_CREATE_FAIL_ON_PIPELINE_COMPILE_REQUIRED_BIT. Null on a miss.
   std::shared_ptr<const CachedLowering> Peek(const Hash128& key, CacheSource& source, const DiskCheck& check = nullptr);
 
-  const std::filesystem::path& directory() const { return directory_; }
-  // The disk file of key's entry (whether or not it exists).
-  std::filesystem::path EntryPath(const Hash128& key) const { return directory_ / (key.Hex() + ".spv"); }
+  const std::filesystem::path& directory() const { return folder_.path(); }
+  // The disk file of key's entry (whether or not it exists), for messages.
+  std::filesystem::path EntryPath(const Hash128& key) const { return folder_.path() / EntryName(key); }
 
   // What an entry counts against CacheLimits::memoryBytes.
   static size_t MemoryCharge(const CachedLowering& entry);
@@ -108,18 +111,15 @@ class LoweringCache {
   void ChargeLocked(const Hash128& key, const CachedLowering& entry);
   void ForgetLocked(const Hash128& key);
 
+  static std::string EntryName(const Hash128& key) { return key.Hex() + ".spv"; }
   std::shared_ptr<const CachedLowering> ReadDisk(const Hash128& key) const;
   void WriteDisk(const Hash128& key, const CachedLowering& entry);
   // Removes the least recently used disk entries until the folder is well under its limit.
   void TrimDisk();
 
-  // Whether the folders from directory_ up to trustedFrom_ may be trusted (cache_files.h,
-  // IsPrivateFolderChain); `missing`: folders not there yet pass (made 0700 when written).
-  bool FoldersPrivate(bool missing) const;
-  void WarnNotPrivate();
+  void WarnOnce(const std::string& message);
 
-  std::filesystem::path directory_;
-  std::filesystem::path trustedFrom_;  // the highest folder checked
+  platform::TrustedFolder folder_;  // this build's, held open: entries are read and written through it
   CacheLimits limits_;
   std::function<void(const std::string&)> warn_;
   std::once_flag warned_;

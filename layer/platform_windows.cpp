@@ -5,11 +5,14 @@
 #include <fcntl.h>
 #include <io.h>
 #include <windows.h>
+// After windows.h:
+#include <aclapi.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
 namespace coopmat::platform {
@@ -123,10 +126,161 @@ bool CreatePrivateDirectory(const std::filesystem::path& dir) {
   return CreateDirectoryW(dir.c_str(), security.get()) || GetLastError() == ERROR_ALREADY_EXISTS;
 }
 
-bool IsPrivateDirectory(const std::filesystem::path& dir) {
-  const DWORD attributes = GetFileAttributesW(dir.c_str());
-  return attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) &&
-         !(attributes & FILE_ATTRIBUTE_REPARSE_POINT);
+namespace {
+
+// Whether `owner` is this process's user, or the owner it gives what it creates (an
+// elevated administrator's files belong to the Administrators group).
+bool IsOwnSid(PSID owner) {
+  HANDLE token = nullptr;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &token)) return false;
+  bool own = false;
+  for (TOKEN_INFORMATION_CLASS kind : {TokenUser, TokenOwner}) {
+    DWORD size = 0;
+    GetTokenInformation(token, kind, nullptr, 0, &size);
+    std::vector<unsigned char> buffer(size);
+    if (!size || !GetTokenInformation(token, kind, buffer.data(), size, &size)) continue;
+    const PSID sid = kind == TokenUser ? reinterpret_cast<TOKEN_USER*>(buffer.data())->User.Sid
+                                       : reinterpret_cast<TOKEN_OWNER*>(buffer.data())->Owner;
+    own = own || EqualSid(owner, sid);
+  }
+  CloseHandle(token);
+  return own;
+}
+
+// Why the open folder `handle` is not one cache entries may be kept in, or "".
+std::string NotOwnFolder(HANDLE handle) {
+  BY_HANDLE_FILE_INFORMATION info{};
+  if (!GetFileInformationByHandle(handle, &info)) return "cannot be read";
+  if (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) return "is a link";
+  if (!(info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) return "is not a folder";
+  PSID owner = nullptr;
+  PSECURITY_DESCRIPTOR descriptor = nullptr;
+  if (GetSecurityInfo(handle, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, nullptr, nullptr, nullptr,
+                      &descriptor) != ERROR_SUCCESS)
+    return "has an owner that cannot be read";
+  const bool own = owner && IsOwnSid(owner);
+  LocalFree(descriptor);
+  return own ? "" : "is another user's";
+}
+
+void CreateMissingFolders(const std::filesystem::path& dir) {
+  if (CreatePrivateDirectory(dir) || !dir.has_relative_path()) return;
+  CreateMissingFolders(dir.parent_path());
+  CreatePrivateDirectory(dir);
+}
+
+std::string Describe(const std::filesystem::path& path, const std::string& what) { return path.string() + " " + what; }
+
+}  // namespace
+
+TrustedFolder::~TrustedFolder() {
+  if (valid()) CloseHandle(reinterpret_cast<HANDLE>(handle_));
+}
+
+TrustedFolder::TrustedFolder(TrustedFolder&& other) noexcept
+    : handle_(std::exchange(other.handle_, kNone)), path_(std::move(other.path_)), why_(std::move(other.why_)) {}
+
+TrustedFolder& TrustedFolder::operator=(TrustedFolder&& other) noexcept {
+  if (this != &other) {
+    if (valid()) CloseHandle(reinterpret_cast<HANDLE>(handle_));
+    handle_ = std::exchange(other.handle_, kNone);
+    path_ = std::move(other.path_);
+    why_ = std::move(other.why_);
+  }
+  return *this;
+}
+
+// %LOCALAPPDATA% is in the user's profile; Windows has no sticky bit to judge a parent by,
+// so the parent is not checked: the folder itself is held open and cannot be moved away.
+TrustedFolder TrustedFolder::Open(const std::filesystem::path& path) {
+  if (path.empty()) return {};
+  const std::filesystem::path folder = path.has_filename() ? path : path.parent_path();  // no trailing separator
+  if (!folder.is_absolute() || !folder.has_relative_path()) return {kNone, path, Describe(path, "is not an absolute folder path")};
+  CreateMissingFolders(folder.parent_path());
+  return OpenChild(kNone, folder.filename().string(), folder);
+}
+
+TrustedFolder TrustedFolder::Sub(const std::string& name) const {
+  if (!valid()) return {kNone, path_ / name, why_};
+  return OpenChild(handle_, name, path_ / name);
+}
+
+TrustedFolder TrustedFolder::OpenChild(std::intptr_t, const std::string& name, std::filesystem::path path) {
+  if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\:") != std::string::npos)
+    return {kNone, path, Describe(path, "is not a folder name")};
+  if (!CreatePrivateDirectory(path)) return {kNone, path, "cannot create " + path.string()};
+  // No FILE_SHARE_DELETE: while held, the folder cannot be renamed or removed, so its path
+  // keeps naming it. FILE_FLAG_OPEN_REPARSE_POINT: a link is opened as itself, and refused.
+  const HANDLE handle = CreateFileW(path.c_str(), READ_CONTROL | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
+                                    FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr, OPEN_EXISTING,
+                                    FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, nullptr);
+  if (handle == INVALID_HANDLE_VALUE) return {kNone, path, "cannot open " + path.string()};
+  if (const std::string why = NotOwnFolder(handle); !why.empty()) {
+    CloseHandle(handle);
+    return {kNone, path, Describe(path, why)};
+  }
+  return {reinterpret_cast<std::intptr_t>(handle), std::move(path), {}};
+}
+
+std::optional<std::string> TrustedFolder::Read(const std::string& name, size_t maxBytes) const {
+  return valid() ? ReadRegularFile(path_ / name, maxBytes) : std::nullopt;
+}
+
+bool TrustedFolder::WriteNew(const std::string& name, std::string_view bytes) const {
+  if (valid()) return WriteNewFile(path_ / name, bytes);
+  errno = EBADF;
+  return false;
+}
+
+bool TrustedFolder::Rename(const std::string& from, const std::string& to) const {
+  if (valid()) return RenameOver(path_ / from, path_ / to);
+  errno = EBADF;
+  return false;
+}
+
+bool TrustedFolder::Remove(const std::string& name) const {
+  // DeleteFileW removes a link itself, not what it names.
+  return valid() && DeleteFileW((path_ / name).c_str());
+}
+
+void TrustedFolder::RemoveFolder(const std::string& name) const {
+  std::error_code ec;  // remove_all removes links, never what they name
+  if (valid() && !name.empty() && name != "." && name != "..") std::filesystem::remove_all(path_ / name, ec);
+}
+
+void TrustedFolder::Touch(const std::string& name) const {
+  if (!valid()) return;
+  if (!name.empty()) return TouchFile(path_ / name);
+  FILETIME now;
+  GetSystemTimeAsFileTime(&now);
+  SetFileTime(reinterpret_cast<HANDLE>(handle_), nullptr, nullptr, &now);
+}
+
+std::vector<TrustedFolder::Entry> TrustedFolder::List() const {
+  std::vector<Entry> entries;
+  if (!valid()) return entries;
+  WIN32_FIND_DATAW found{};
+  const HANDLE search = FindFirstFileW((path_ / L"*").c_str(), &found);
+  if (search == INVALID_HANDLE_VALUE) return entries;
+  do {
+    Entry entry;
+    entry.name = std::filesystem::path(found.cFileName).string();
+    if (entry.name == "." || entry.name == "..") continue;
+    const DWORD attributes = found.dwFileAttributes;
+    entry.kind = (attributes & FILE_ATTRIBUTE_REPARSE_POINT) ? Entry::Kind::Other
+                 : (attributes & FILE_ATTRIBUTE_DIRECTORY)   ? Entry::Kind::Folder
+                                                             : Entry::Kind::File;
+    entry.bytes = (static_cast<uint64_t>(found.nFileSizeHigh) << 32) | found.nFileSizeLow;
+    // FILETIME: 100 ns ticks since 1601; the system clock's epoch is 1970.
+    const uint64_t ticks = (static_cast<uint64_t>(found.ftLastWriteTime.dwHighDateTime) << 32) |
+                           found.ftLastWriteTime.dwLowDateTime;
+    const auto since1601 = std::chrono::duration<int64_t, std::ratio<1, 10000000>>(static_cast<int64_t>(ticks));
+    entry.modified = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(since1601 - std::chrono::seconds(11644473600)));
+    entries.push_back(std::move(entry));
+  } while (FindNextFileW(search, &found));
+  FindClose(search);
+  return entries;
 }
 
 std::optional<std::string> ReadRegularFile(const std::filesystem::path& path, size_t maxBytes) {

@@ -602,11 +602,12 @@ std::string ReadFile(const std::filesystem::path& path) {
   return text.str();
 }
 
+// The layout files (not the lowered folder, made when a device opens the cache).
 std::vector<std::filesystem::path> CacheFiles(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> files;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir / "coopmat-maintenance1", ec))
-    files.push_back(entry.path());
+    if (entry.is_regular_file(ec)) files.push_back(entry.path());
   return files;
 }
 

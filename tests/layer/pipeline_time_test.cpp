@@ -336,7 +336,9 @@ TEST_CASE("a cache folder that cannot be written is warned about once per device
       for (uint32_t t : {8u, 16u}) CHECK(pipelines.Create(module, t, t, t) == VK_SUCCESS);
     }
     vkDestroyShaderModule(d.handle(), module, nullptr);
-    CHECK(CountMessages(instance, "shader cache: cannot write") == static_cast<size_t>(device + 1));
+    // Found when the cache is opened (the folder held for every read and write).
+    CHECK(CountMessages(instance, "shader cache: " + (home / "coopmat-maintenance1").string() + " is not a folder") ==
+          static_cast<size_t>(device + 1));
   }
   std::filesystem::remove_all(home);
 }
