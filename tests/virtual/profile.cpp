@@ -211,6 +211,10 @@ ProfileResult ReadProfileFile(const std::string& path) {
 
 namespace coopmat::virt {
 
+const char* ChunkOrderName(Profile::ChunkOrder order) {
+  return order == Profile::ChunkOrder::kFixed ? "fixed" : "shuffled";
+}
+
 ProfileResult ReadConfiguredProfile() {
   const char* path = std::getenv("COOPMAT_VIRTUAL_PROFILE");
   if (!path || !*path) {
@@ -227,6 +231,15 @@ ProfileResult ReadConfiguredProfile() {
       return result;
     }
     result.profile.chunkLanes = value;
+  }
+  if (const char* order = std::getenv("COOPMAT_VIRTUAL_CHUNK_ORDER"); result.ok && order && *order) {
+    if (std::string_view(order) == ChunkOrderName(Profile::ChunkOrder::kFixed)) {
+      result.profile.chunkOrder = Profile::ChunkOrder::kFixed;
+    } else if (std::string_view(order) != ChunkOrderName(Profile::ChunkOrder::kShuffled)) {
+      result.ok = false;
+      result.error = std::string("COOPMAT_VIRTUAL_CHUNK_ORDER=") + order + ": shuffled or fixed";
+      return result;
+    }
   }
   const char* size = std::getenv("COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE");
   if (!result.ok || !size || !*size) return result;

@@ -77,6 +77,13 @@ struct Profile {
   // subgroup without a barrier between them is seen stale wherever the reader's chunk
   // runs first (docs/design.md, "What it still cannot catch").
   uint32_t chunkLanes = kLavapipeMostLanes;
+  // The order the chunks of a virtual subgroup run in between two meetings. Lavapipe's
+  // scheduler alone always takes one (the last to arrive, then the others in index order),
+  // so a missing barrier shows only for the readers it puts first; shuffled, every chunk
+  // yields a drawn number of extra times after each meeting, so every order comes up from
+  // workgroup to workgroup (COOPMAT_VIRTUAL_CHUNK_ORDER=fixed pins lavapipe's own).
+  enum class ChunkOrder { kShuffled, kFixed };
+  ChunkOrder chunkOrder = ChunkOrder::kShuffled;
   // Whether a matrix configuration has this VkComponentTypeKHR as A, B, C or Result.
   bool ListsComponentType(uint32_t type) const;
 };
@@ -95,7 +102,10 @@ ProfileResult ReadProfileFile(const std::string& path);
 // The profile the virtual device runs: the file COOPMAT_VIRTUAL_PROFILE names, with
 // COOPMAT_VIRTUAL_DEFAULT_SUBGROUP_SIZE (one of its sizes), when set, as the size of
 // pipelines that require none (a lane of a two-size profile runs the other size's code so),
-// and COOPMAT_VIRTUAL_CHUNK_LANES (8 or 16) as Profile::chunkLanes.
+// COOPMAT_VIRTUAL_CHUNK_LANES (8 or 16) as Profile::chunkLanes and COOPMAT_VIRTUAL_CHUNK_ORDER
+// (shuffled or fixed) as Profile::chunkOrder.
 ProfileResult ReadConfiguredProfile();
+// "shuffled" or "fixed", as COOPMAT_VIRTUAL_CHUNK_ORDER spells it.
+const char* ChunkOrderName(Profile::ChunkOrder order);
 
 }  // namespace coopmat::virt

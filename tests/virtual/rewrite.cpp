@@ -262,7 +262,7 @@ class Rewriter {
     }
     matrices_.ExpandConstants();
     for (ir::Function& f : core_.m.functions) RewriteFunction(f);
-    if (chunks_.Used()) chunks_.WrapEntryPoints();
+    if (core_.Chunked() && chunks_.WrapsEntryPoints()) chunks_.WrapEntryPoints();
     if (core_.Chunked()) chunks_.Finish();
     core_.FinishScratch();
     matrices_.DropDeclarations();

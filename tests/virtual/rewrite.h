@@ -56,6 +56,9 @@ struct RewriteResult {
   uint32_t scratchBytes = 0; // Workgroup memory added (all virtual subgroups)
   // What each fault site of the rewritten code is (site s is sites[s - 1]): "OpFoo %12 (what)".
   std::vector<std::string> sites;
+  // The order its chunks run in (ChunkOrderName), or "none" where the subgroups are not
+  // chunks; "fixed" where shuffled was asked but no fault buffer gives the tickets.
+  std::string chunkOrder = "none";
 };
 
 // Faults: what the emulation finds wrong while a dispatch runs, where a real device
@@ -63,9 +66,11 @@ struct RewriteResult {
 // rewritten code poisons the results concerned and appends a record to the fault
 // buffer (RewriteRequest::faultAddress, uint words):
 //   [0] records appended so far (past kRecords they all go to the last record's place)
+//   [kTicketWord] tickets taken: each chunk of a shuffled order (Profile::chunkOrder) takes
+//       one at entry, its seed, so that the order differs between dispatches and workgroups
 //   [kHeaderWords + r * kRecordWords + i] record r: pipeline, kind, site, detail
 namespace faults {
-inline constexpr uint32_t kHeaderWords = 4, kRecordWords = 4, kRecords = 1024;
+inline constexpr uint32_t kHeaderWords = 4, kRecordWords = 4, kRecords = 1024, kTicketWord = 1;
 inline constexpr uint32_t kBufferWords = kHeaderWords + (kRecords + 1) * kRecordWords;
 enum Kind : uint32_t {
   // The chunks of a virtual subgroup met at different operations (detail: another

@@ -12,7 +12,20 @@
 // sites make a meeting an operation's: counting arrivals alone would let chunks at two
 // different operations (a shuffle in each branch of a lane-dependent `if`) exchange
 // values that a real device never gives, so such a meeting is a fault.
+//
+// Order: lavapipe resumes the subgroups it suspended at a barrier one after another in
+// index order (lp_state_cs.c's coroutine loop); a barrier is only a switch, so chunks may
+// yield different numbers of times (WaitFor does). Left so, the chunks leaving a meeting
+// always run in one order: the last to arrive, then the others by index. Shuffled, a chunk
+// leaves a meeting only once it has yielded d times there, waiting included, d drawn below
+// C: the last to arrive yields d times, the others, which yielded at least once waiting,
+// up to d - 1 more, and the chunks with smaller draws run first. The draw is folded into the
+// wait's loop, so it adds no suspension point for lavapipe to compile. The entry draws too;
+// the wrapper's last meeting does not (see WrapEntryPoints).
 #include "rewrite_internal.h"
+
+#include <algorithm>
+#include <bit>
 
 namespace coopmat::virt::detail {
 
@@ -22,6 +35,10 @@ void ChunkSync::Start() {
   variable_ = c_.m.TakeId();
   stride_ = c_.m.TakeId();
   half_ = c_.m.TakeId();
+  // The seeds are tickets from the fault buffer; without one the order stays lavapipe's.
+  shuffled_ = c_.profile.chunkOrder == Profile::ChunkOrder::kShuffled && c_.faults->Available();
+  if (shuffled_) seed_ = c_.m.TakeId();
+  c_.result.chunkOrder = ChunkOrderName(shuffled_ ? Profile::ChunkOrder::kShuffled : Profile::ChunkOrder::kFixed);
 }
 
 uint32_t ChunkSync::Pointer(Builder& b, uint32_t word) {
@@ -43,21 +60,49 @@ void ChunkSync::Yield(Builder& b) {
   b.EmitVoid(Op::OpControlBarrier, {workgroup, workgroup, c_.C().BarrierSemantics()});
 }
 
-uint32_t ChunkSync::WaitFor(Builder& b, uint32_t counter, uint32_t target) {
+uint32_t ChunkSync::WaitFor(Builder& b, uint32_t counter, uint32_t target, uint32_t least) {
   TypeManager& t = T();
   const uint32_t waited = b.Variable(t.Uint());
   b.EmitVoid(Op::OpStore, {waited, b.U(0)});
   b.While(
       [&] {
-        const uint32_t short_ = b.Emit(Op::OpULessThan, t.Bool(), {AtomicLoad(b, counter), target});
-        const uint32_t patient = b.Emit(Op::OpULessThan, t.Bool(), {b.Emit(Op::OpLoad, t.Uint(), {waited}), b.U(kPatience)});
-        return b.Emit(Op::OpLogicalAnd, t.Bool(), {short_, patient});
+        const uint32_t yields = b.Emit(Op::OpLoad, t.Uint(), {waited});
+        uint32_t stay = b.Emit(Op::OpULessThan, t.Bool(), {AtomicLoad(b, counter), target});
+        if (least) stay = b.Emit(Op::OpLogicalOr, t.Bool(), {stay, b.Emit(Op::OpULessThan, t.Bool(), {yields, least})});
+        const uint32_t patient = b.Emit(Op::OpULessThan, t.Bool(), {yields, b.U(kPatience)});
+        return b.Emit(Op::OpLogicalAnd, t.Bool(), {stay, patient});
       },
       [&] {
         Yield(b);
         b.EmitVoid(Op::OpStore, {waited, b.Add(b.Emit(Op::OpLoad, t.Uint(), {waited}), b.U(1))});
       });
   return b.Emit(Op::OpUGreaterThanEqual, t.Bool(), {AtomicLoad(b, counter), target});
+}
+
+uint32_t ChunkSync::Hash(Builder& b, uint32_t x) {
+  x = b.Xor(x, b.ShiftRight(x, b.U(16)));
+  x = b.Mul(x, b.U(0x7feb352du));
+  x = b.Xor(x, b.ShiftRight(x, b.U(15)));
+  x = b.Mul(x, b.U(0x846ca68bu));
+  return b.Xor(x, b.ShiftRight(x, b.U(16)));
+}
+
+void ChunkSync::TakeSeed(Builder& b) {
+  if (!shuffled_) return;
+  TypeManager& t = T();
+  const uint32_t ticket = b.Variable(t.Uint());
+  Elected(b, [&] { b.EmitVoid(Op::OpStore, {ticket, c_.faults->TakeTicket(b)}); });
+  c_.RequireCapability(spv::Capability::GroupNonUniformBallot);
+  const uint32_t own = b.Emit(Op::OpGroupNonUniformBroadcastFirst, t.Uint(), {b.U(kScopeSubgroup), b.Emit(Op::OpLoad, t.Uint(), {ticket})});
+  b.EmitVoid(Op::OpStore, {seed_, Hash(b, own)});
+}
+
+uint32_t ChunkSync::Draw(Builder& b, uint32_t key) {
+  if (!shuffled_) return 0;
+  // C = S / N, both powers of two: the hash's top bits are a draw below C.
+  const uint32_t bits = static_cast<uint32_t>(std::countr_zero(c_.Chunks()));
+  const uint32_t seed = b.Emit(Op::OpLoad, T().Uint(), {seed_});
+  return b.ShiftRight(Hash(b, b.Xor(seed, key)), b.U(32 - bits));
 }
 
 void ChunkSync::Elected(Builder& b, const std::function<void()>& code) {
@@ -91,7 +136,8 @@ uint32_t ChunkSync::Meet(Builder& b, uint32_t turn, const char* what) {
     const uint32_t left = b.Emit(Op::OpISub, t.Uint(), {b.U(lavapipeSubgroups), b.Mul(c_.SubgroupId(b), b.U(C))});
     here = b.Emit(Op::OpExtInst, t.Uint(), {c_.GlslImport(), 38 /* UMin */, left, b.U(C)});
   }
-  const uint32_t came = WaitFor(b, base, b.Mul(here, next));
+  // Draw keys: a meeting's turn times two, an app barrier's plus one, the entry's all ones.
+  const uint32_t came = WaitFor(b, base, b.Mul(here, next), Draw(b, b.ShiftLeft(turn, b.U(1))));
   // Every chunk there must have come to this site; `other` is one that did not.
   uint32_t same = c_.True(), other = b.U(site);
   for (uint32_t j = 0; j < C; ++j) {
@@ -111,7 +157,7 @@ uint32_t ChunkSync::Meet(Builder& b, uint32_t turn, const char* what) {
   return met;
 }
 
-void ChunkSync::WorkgroupBarrier(Builder& b, const ir::Instruction& barrier) {
+void ChunkSync::MeetWholeWorkgroup(Builder& b, bool drawOrder) {
   const uint32_t lavapipeSubgroups = c_.LavapipeSubgroupsPerWorkgroup();
   const uint32_t base = b.Mul(b.U(c_.SubgroupsPerWorkgroup()), stride_);
   const uint32_t own = b.Add(base, b.Add(b.U(1), LoadBuiltin(b, spv::BuiltIn::SubgroupId)));
@@ -120,11 +166,16 @@ void ChunkSync::WorkgroupBarrier(Builder& b, const ir::Instruction& barrier) {
     b.Emit(Op::OpAtomicIAdd, T().Uint(), {Pointer(b, base), b.U(kScopeWorkgroup), b.U(0), b.U(1)});
     Store(b, own, next);
   });
-  const uint32_t came = WaitFor(b, base, b.Mul(b.U(lavapipeSubgroups), next));
+  const uint32_t least = drawOrder ? Draw(b, b.Or(b.ShiftLeft(turn, b.U(1)), b.U(1))) : 0;
+  const uint32_t came = WaitFor(b, base, b.Mul(b.U(lavapipeSubgroups), next), least);
   const uint32_t site = c_.faults->Site("workgroup barrier");
   Elected(b, [&] {
     c_.If(b, b.Emit(Op::OpLogicalNot, T().Bool(), {came}), [&] { c_.faults->Report(b, b.U(faults::kMeetingTimedOut), site, b.U(0)); });
   });
+}
+
+void ChunkSync::WorkgroupBarrier(Builder& b, const ir::Instruction& barrier) {
+  MeetWholeWorkgroup(b, true);
   // The barrier's own memory scope and semantics (image and storage memory as the app asked).
   b.EmitVoid(Op::OpMemoryBarrier, {barrier.Operand(1), barrier.Operand(2)});
 }
@@ -170,12 +221,23 @@ uint32_t ChunkSync::Read(Builder& b, const Exchange& x, uint32_t lane) {
   return c_.FromWords(b, words, next, x.type);
 }
 
+bool ChunkSync::WrapsEntryPoints() const {
+  if (used_) return true;
+  if (!shuffled_) return false;
+  return std::any_of(c_.m.globals.begin(), c_.m.globals.end(), [](const ir::Instruction& inst) {
+    return inst.opcode == Op::OpVariable && inst.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup);
+  });
+}
+
 // Each entry point becomes a function the new entry point calls between two meetings of
 // every chunk: the area zeroed before anything runs, and, at the end, every chunk waits
 // for the others. Lavapipe resumes the subgroups suspended at a barrier only while none
 // has finished; a chunk that returned while others still met would leave them unfinished.
+// So the entry draws the order of the app's first stretch, but the last meeting none.
 void ChunkSync::WrapEntryPoints() {
   TypeManager& t = T();
+  c_.RequireCapability(spv::Capability::GroupNonUniform);  // SubgroupId and the elections
+  const uint32_t entryKey = ~0u;
   const size_t originals = c_.m.functions.size();
   for (ir::Instruction& entry : c_.m.entryPoints) {
     const uint32_t body = entry.Operand(1);
@@ -195,10 +257,12 @@ void ChunkSync::WrapEntryPoints() {
     const uint32_t total = b.Add(b.Mul(b.U(c_.SubgroupsPerWorkgroup()), stride_), b.U(1 + c_.LavapipeSubgroupsPerWorkgroup()));
     b.Loop(LoadBuiltin(b, spv::BuiltIn::LocalInvocationIndex), total, b.U(c_.invocations),
            [&](uint32_t word) { Store(b, word, b.U(0)); });
+    TakeSeed(b);
     Yield(b);
+    if (const uint32_t times = Draw(b, b.U(entryKey))) b.Loop(b.U(0), times, b.U(1), [&](uint32_t) { Yield(b); });
     b.Emit(Op::OpFunctionCall, t.Void(), {body});
-    const uint32_t workgroup = b.U(kScopeWorkgroup);
-    WorkgroupBarrier(b, ir::Instruction(Op::OpControlBarrier, 0, 0, {workgroup, workgroup, c_.C().BarrierSemantics()}));
+    MeetWholeWorkgroup(b, false);
+    b.EmitVoid(Op::OpMemoryBarrier, {b.U(kScopeWorkgroup), c_.C().BarrierSemantics()});
     b.EmitVoid(Op::OpReturn, {});
     for (ir::Instruction& mode : c_.m.executionModes)
       if (mode.Operand(0) == body) mode.operands[0] = f.definition.resultId;
@@ -223,8 +287,14 @@ void ChunkSync::Finish() {
   const uint32_t array = t.UndecoratedArray(t.Uint(), t.UintConstant(static_cast<uint32_t>(words)));
   t.AddGlobal(ir::Instruction(Op::OpVariable, t.Pointer(spv::StorageClass::Workgroup, array), variable_,
                               {static_cast<uint32_t>(spv::StorageClass::Workgroup)}));
+  if (shuffled_)
+    t.AddGlobal(ir::Instruction(Op::OpVariable, t.Pointer(spv::StorageClass::Private, t.Uint()), seed_,
+                                {static_cast<uint32_t>(spv::StorageClass::Private)}));
   if (c_.m.SpirvMinor() >= 4)
-    for (ir::Instruction& entry : c_.m.entryPoints) entry.operands.push_back(variable_);
+    for (ir::Instruction& entry : c_.m.entryPoints) {
+      entry.operands.push_back(variable_);
+      if (shuffled_) entry.operands.push_back(seed_);
+    }
 }
 
 }  // namespace coopmat::virt::detail

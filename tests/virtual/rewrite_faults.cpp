@@ -57,6 +57,12 @@ void FaultReport::Report(Builder& b, uint32_t kind, uint32_t site, uint32_t deta
     b.EmitVoid(Op::OpAtomicStore, {WordPointer(b, b.Add(first, b.U(i))), scope, relaxed, fields[i]});
 }
 
+uint32_t FaultReport::TakeTicket(Builder& b) {
+  if (!Available()) Fail("a chunk-order ticket without a fault buffer");
+  used_ = true;
+  return b.Emit(Op::OpAtomicIAdd, c_.T().Uint(), {WordPointer(b, b.U(faults::kTicketWord)), b.U(Scope()), b.U(0), b.U(1)});
+}
+
 void FaultReport::Finish() {
   if (!used_) return;
   c_.RequireCapability(spv::Capability::PhysicalStorageBufferAddresses);

@@ -124,6 +124,11 @@ class FaultReport {
   // Appends a record of fault `kind` (a uint id, faults::Kind) at `site` with `detail`
   // (a uint id) for the invocation that runs it. Nothing where no address was given.
   void Report(Builder& b, uint32_t kind, uint32_t site, uint32_t detail);
+  // Whether there is a buffer (RewriteRequest::faultAddress) to report to and take tickets from.
+  bool Available() const { return c_.request.faultAddress != 0; }
+  // A uint id: the buffer's ticket count before this invocation adds one (faults::kTicketWord),
+  // so no two calls at run time see the same. Only where Available().
+  uint32_t TakeTicket(Builder& b);
   // The capabilities and addressing model the records' pointers need.
   void Finish();
 
@@ -235,6 +240,9 @@ struct Combiner {
 // subgroup operation. Each chunk must reach each operation of its subgroup with at least
 // one invocation (a chunk that never comes is waited for kPatience yields, then the
 // result is poison); every chunk of a workgroup reaches its barriers, as SPIR-V requires.
+// Shuffled (Profile::chunkOrder), every chunk leaves each meeting, the app's barriers and
+// the entry after a number of yields drawn below C, so that the chunks run their next
+// stretch in an order that varies from meeting to meeting, workgroup and dispatch.
 class ChunkSync {
  public:
   static constexpr uint32_t kPatience = 1u << 16;
@@ -260,10 +268,15 @@ class ChunkSync {
   // Whether virtual lane `lane` (a uint id below S) published, and its value.
   uint32_t Active(Builder& b, const Exchange& x, uint32_t lane);
   uint32_t Read(Builder& b, const Exchange& x, uint32_t lane);
-  // Whether any code met or exchanged: then the area exists and every entry point zeroes it.
-  bool Used() const { return used_; }
-  // Wraps every entry point: the area zeroed first (then one workgroup barrier, which
-  // every chunk reaches), the app's code, then a meeting of every chunk of the workgroup.
+  // Whether the entry points need WrapEntryPoints: some code met or exchanged (then the
+  // area exists and must be zeroed), or the order is shuffled and the module has Workgroup
+  // memory, where a missing barrier could show (the entry draws the first stretch's order).
+  // A module with neither keeps lavapipe's own: wrapping makes lavapipe compile it as a
+  // coroutine, which took the exec lanes' GetCoordinate cases twice the time.
+  bool WrapsEntryPoints() const;
+  // Wraps every entry point: the area zeroed and the chunk's seed taken first (then one
+  // workgroup barrier, which every chunk reaches, and the entry's drawn yields), the app's
+  // code, then a meeting of every chunk of the workgroup.
   void WrapEntryPoints();
   void Finish();
 
@@ -274,8 +287,19 @@ class ChunkSync {
   uint32_t AtomicLoad(Builder& b, uint32_t word);
   void Store(Builder& b, uint32_t word, uint32_t value);
   void Yield(Builder& b);
-  // Waits (yielding) until word `counter` reaches `target`, at most kPatience times: whether it did.
-  uint32_t WaitFor(Builder& b, uint32_t counter, uint32_t target);
+  // Waits (yielding) until word `counter` reaches `target` and, where `least` (a uint id) is
+  // given, it has yielded `least` times, at most kPatience times: whether `counter` did.
+  uint32_t WaitFor(Builder& b, uint32_t counter, uint32_t target, uint32_t least = 0);
+  // Every lavapipe subgroup of the workgroup arrives and waits for the others (leaving in a
+  // drawn order where `drawOrder` and shuffled).
+  void MeetWholeWorkgroup(Builder& b, bool drawOrder);
+  // Shuffled: the chunk's seed, a hash of a ticket its elected invocation takes (the same in
+  // all its invocations, so they all draw alike).
+  void TakeSeed(Builder& b);
+  // Shuffled: a uint id below C drawn from the seed and `key` (a uint id that differs between
+  // the chunk's draws), the yields it takes to leave; 0 (no id) in the fixed order.
+  uint32_t Draw(Builder& b, uint32_t key);
+  uint32_t Hash(Builder& b, uint32_t x);  // a uint id: x's bits mixed (lowbias32)
   // One invocation of this lavapipe subgroup does `code`.
   void Elected(Builder& b, const std::function<void()>& code);
   uint32_t SubgroupBase(Builder& b);  // this virtual subgroup's part of the area
@@ -286,6 +310,8 @@ class ChunkSync {
   uint32_t variable_ = 0, stride_ = 0, half_ = 0;
   uint32_t exchangeWords_ = 0;          // the most words a value exchanged has
   bool used_ = false;
+  bool shuffled_ = false;  // the order is drawn (Start decides)
+  uint32_t seed_ = 0;      // shuffled: the chunk's seed, a Private uint
 };
 
 class SubgroupModel {

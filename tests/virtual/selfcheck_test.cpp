@@ -110,7 +110,8 @@ constexpr uint32_t kSubgroupsPerGroup = 2, kGroups = 2, kMatrices = kSubgroupsPe
 // A correct program never makes a fault: a new `fault` line fails the run unless the case
 // expects faults (`faultsExpected`) and checks them itself.
 void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buffers,
-         const std::vector<cmtest::SpecConstant>& more = {}, bool defined = true, bool faultsExpected = false) {
+         const std::vector<cmtest::SpecConstant>& more = {}, bool defined = true, bool faultsExpected = false,
+         uint32_t groups = kGroups) {
   INFO("shader " << name << " at subgroup size " << size);
   cmtest::ComputeJob job;
   job.spirv = cmtest::ReadSpirv(EnvOr("COOPMAT_SHADER_DIR", "") + "/virtual/" + name + ".spv");
@@ -118,7 +119,7 @@ void Run(const std::string& name, uint32_t size, std::vector<cmtest::Bytes>& buf
   job.specialization = {{0, kSubgroupsPerGroup * size}};
   job.specialization.insert(job.specialization.end(), more.begin(), more.end());
   job.requiredSubgroupSize = size;
-  job.groupCountX = kGroups;
+  job.groupCountX = groups;
   std::vector<cmtest::Bytes> native = buffers;
   const size_t before = PipelineLines(), faultsBefore = FaultLines().size();
   const cmtest::ComputeResult r = cmtest::RunCompute(*Open(true).device, job, buffers);
@@ -670,5 +671,44 @@ TEST_CASE("virtual: a missing subgroup barrier reads stale words across chunks",
     Run("barrier_placed", size, buffers, {{1, x}});
     out = cmtest::FromBytes<uint32_t>(buffers[1]);
     for (uint32_t i = 0; i < invocations; ++i) CHECK(out[i] == want(i));
+  }
+}
+
+// The chunks' order between meetings is drawn (Profile::chunkOrder), so over many workgroups
+// the missing barrier must read stale words on both sides of a pair of partner chunks: the
+// first chunk's lanes in some subgroup (it ran first), the second's in another (it did), at
+// the entry and after a meeting alike. Lavapipe's own order never puts the second chunk first
+// at the entry, nor the first after a meeting (the last to arrive runs on):
+// virtual.selfcheck.radv-gfx11-wave32.chunk_order_fixed runs this case so and expects exactly
+// those two checks to fail.
+TEST_CASE("virtual: a missing subgroup barrier reads stale words in either chunk of a pair", "[selfcheck][faults]") {
+  // Per subgroup the second chunk runs first with a chance of a quarter or more (draws below
+  // C), and the first likewise, so 128 subgroups all missing one is a chance below 1e-15.
+  constexpr uint32_t kManyGroups = 64;
+  for (uint32_t size : TheProfile().subgroupSizes) {
+    const uint32_t chunk = std::min(size, TheProfile().LavapipeSubgroupSize());
+    if (size == chunk) continue;  // one lavapipe subgroup: lanes in step, nothing to see
+    const uint32_t invocations = kManyGroups * kSubgroupsPerGroup * size, x = chunk;
+    std::vector<uint32_t> in(invocations);
+    for (uint32_t i = 0; i < invocations; ++i) in[i] = i * 7 + 1;
+    auto want = [&](uint32_t i) { return in[(i & ~(size - 1)) | ((i % size) ^ x)]; };
+    for (const std::string where : {"", "_after_meeting"}) {
+      INFO("barrier_missing" << where << ", subgroup size " << size << ", chunks of " << chunk << ", partner " << x
+                             << " lanes away, " << kManyGroups << " workgroups of " << kSubgroupsPerGroup << " subgroups");
+      std::vector<cmtest::Bytes> buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 4)};
+      Run("barrier_missing" + where, size, buffers, {{1, x}}, false, false, kManyGroups);
+      std::vector<uint32_t> out = cmtest::FromBytes<uint32_t>(buffers[1]);
+      uint32_t staleFirst = 0, staleSecond = 0;  // stale reads by lanes of a pair's first and second chunk
+      for (uint32_t i = 0; i < invocations; ++i)
+        if (out[i] != want(i)) ++((i % size) & x ? staleSecond : staleFirst);
+      CHECK(staleFirst > 0);
+      CHECK(staleSecond > 0);
+      buffers = {cmtest::ToBytes(in), cmtest::Bytes(invocations * 4)};
+      Run("barrier_placed" + where, size, buffers, {{1, x}}, true, false, kManyGroups);
+      out = cmtest::FromBytes<uint32_t>(buffers[1]);
+      uint32_t wrong = 0;
+      for (uint32_t i = 0; i < invocations; ++i) wrong += out[i] != want(i);
+      CHECK(wrong == 0);
+    }
   }
 }

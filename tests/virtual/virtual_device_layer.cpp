@@ -656,7 +656,7 @@ VkResult CreateOne(VkDevice device, VkPipelineCache cache, const VkComputePipeli
       " matrix_ops=" + std::to_string(rewritten.matrixOps) + " subgroup_ops=" + std::to_string(rewritten.subgroupOps) +
       " lavapipe_subgroup_ops=" + std::to_string(rewritten.lavapipeSubgroupOps) +
       " scratch_bytes=" + std::to_string(rewritten.scratchBytes) +
-      " past_length_accesses=" + std::to_string(rewritten.pastLengthAccesses));
+      " past_length_accesses=" + std::to_string(rewritten.pastLengthAccesses) + " chunk_order=" + rewritten.chunkOrder);
   return r;
 }
 
