@@ -87,6 +87,16 @@ void PlanConvert(const ListedMatrix& m, const std::vector<ListedMatrix>& matrice
   }
 }
 
+// Calls add(use, component type, rows, cols) for a configuration's A (M x K), B (K x N), C and
+// result (M x N), given its sizes (or a flexible one's granularities).
+template <typename Configuration, typename Add>
+void EachMatrix(const Configuration& p, uint32_t m, uint32_t n, uint32_t k, Add add) {
+  add(Use::A, p.AType, m, k);
+  add(Use::B, p.BType, k, n);
+  add(Use::Acc, p.CType, m, n);
+  add(Use::Acc, p.ResultType, m, n);
+}
+
 }  // namespace
 
 std::vector<ListedMatrix> ListedMatrices(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations) {
@@ -97,13 +107,8 @@ std::vector<ListedMatrix> ListedMatrices(const std::vector<VkCooperativeMatrixPr
     const ListedMatrix m{use, *t, rows, cols};
     if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(m);
   };
-  for (const VkCooperativeMatrixPropertiesKHR& p : configurations) {
-    if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
-    add(Use::A, p.AType, p.MSize, p.KSize);
-    add(Use::B, p.BType, p.KSize, p.NSize);
-    add(Use::Acc, p.CType, p.MSize, p.NSize);
-    add(Use::Acc, p.ResultType, p.MSize, p.NSize);
-  }
+  for (const VkCooperativeMatrixPropertiesKHR& p : configurations)
+    if (p.scope == VK_SCOPE_SUBGROUP_KHR) EachMatrix(p, p.MSize, p.NSize, p.KSize, add);
   return out;
 }
 
@@ -120,31 +125,21 @@ std::vector<ListedMatrix> FlexibleMatrices(const std::vector<VkCooperativeMatrix
         out.push_back(m);
     }
   };
-  for (const VkCooperativeMatrixFlexibleDimensionsPropertiesNV& p : configurations) {
-    if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
-    add(Use::A, p.AType, p.MGranularity, p.KGranularity);
-    add(Use::B, p.BType, p.KGranularity, p.NGranularity);
-    add(Use::Acc, p.CType, p.MGranularity, p.NGranularity);
-    add(Use::Acc, p.ResultType, p.MGranularity, p.NGranularity);
-  }
+  for (const VkCooperativeMatrixFlexibleDimensionsPropertiesNV& p : configurations)
+    if (p.scope == VK_SCOPE_SUBGROUP_KHR) EachMatrix(p, p.MGranularity, p.NGranularity, p.KGranularity, add);
   return out;
 }
 
 std::vector<std::string> UnknownTypes(const std::vector<VkCooperativeMatrixPropertiesKHR>& configurations) {
   std::vector<std::string> out;
-  auto note = [&](const char* use, uint32_t component, uint32_t rows, uint32_t cols) {
+  auto note = [&](Use use, uint32_t component, uint32_t rows, uint32_t cols) {
     if (exec::TestType(component)) return;
-    const std::string text = std::string(use) + " component type " + std::to_string(component) + " " + std::to_string(rows) +
+    const std::string text = UseTitle(use) + " component type " + std::to_string(component) + " " + std::to_string(rows) +
                              "x" + std::to_string(cols);
     if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(text);
   };
-  for (const VkCooperativeMatrixPropertiesKHR& p : configurations) {
-    if (p.scope != VK_SCOPE_SUBGROUP_KHR) continue;
-    note("A", p.AType, p.MSize, p.KSize);
-    note("B", p.BType, p.KSize, p.NSize);
-    note("Acc", p.CType, p.MSize, p.NSize);
-    note("Acc", p.ResultType, p.MSize, p.NSize);
-  }
+  for (const VkCooperativeMatrixPropertiesKHR& p : configurations)
+    if (p.scope == VK_SCOPE_SUBGROUP_KHR) EachMatrix(p, p.MSize, p.NSize, p.KSize, note);
   return out;
 }
 
