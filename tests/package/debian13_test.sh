@@ -14,7 +14,7 @@
 #     which does not know it (tests/package/loader_check.cpp), and the attention sample runs
 #     its maintenance1 kernel, with validation and a dump (disassembly, GLSL);
 #   - apt remove leaves nothing registered; an upgrade over an older version leaves no
-#     cache of the older build that could be served;
+#     cache of the older build that could be served, and ages out others' unused ones;
 #   - the tarball, unpacked as the README says into /usr/local and, by a user, into
 #     ~/.local, is found and loaded, and its uninstall command leaves nothing.
 # Prints one "ok:" or "FAIL:" line per check and a summary line (also written to
@@ -154,8 +154,9 @@ rm -rf /tmp/old && dpkg-deb -R "$deb" /tmp/old && sed -i 's/^Version: .*/Version
 check "apt-get install of an older version (0.0.1)" \
   eval 'apt-get install -y /tmp/coopmat-maintenance1_0.0.1_amd64.deb >/tmp/out.txt 2>&1'
 # (What this build cached above goes: a new build starts with nothing of its own.)
-# Another build's lowering folder goes once unused for 30 days (two builds in use in
-# turn keep theirs: review 130c39d finding 7): one unused for 31 days, one used today.
+# Another build's lowering folder and layout file go once unused for 30 days (two builds in
+# use in turn keep theirs: review 130c39d finding 7, dbb465e finding 6): one of each unused
+# for 31 days, one of each used today.
 cache=$home/.cache/coopmat-maintenance1
 rm -rf "$cache"
 mkdir -p "$cache/lowered/0000000000000000" "$cache/lowered/1111111111111111"
@@ -163,12 +164,14 @@ echo stale >"$cache/lowered/0000000000000000/entry"
 echo recent >"$cache/lowered/1111111111111111/entry"
 touch -d '31 days ago' "$cache/lowered/0000000000000000"
 echo stale >"$cache/layouts-stale-0000000000000000.txt"
+touch -d '31 days ago' "$cache/layouts-stale-0000000000000000.txt"
+echo recent >"$cache/layouts-recent-1111111111111111.txt"
 check "apt-get install over it upgrades" \
   eval 'apt-get install -y "/tmp/$(basename "$deb")" >/tmp/out.txt 2>&1 && grep -q "over (0.0.1)" /tmp/out.txt'
 check "attention runs after the upgrade" attention
-check "the older build's layout cache and unused lowering folder are gone, a recently used one stays, this build's are there" \
-  eval 'ls -R "$cache" >/tmp/out.txt; ! grep -q 0000000000000000 /tmp/out.txt && grep -q 1111111111111111 /tmp/out.txt &&
-        ls "$cache"/layouts-*.txt >/dev/null 2>&1'
+check "another build's layout file and lowering folder unused for 31 days are gone, recently used ones stay, this build's are there" \
+  eval 'ls -R "$cache" >/tmp/out.txt; ! grep -q 0000000000000000 /tmp/out.txt && [ -d "$cache/lowered/1111111111111111" ] &&
+        [ -f "$cache/layouts-recent-1111111111111111.txt" ] && ls "$cache"/layouts-*.txt | grep -qv -e stale -e recent'
 check "apt-get purge leaves nothing registered" \
   eval 'apt-get purge -y coopmat-maintenance1 >/tmp/out.txt 2>&1 && ! registered'
 
