@@ -90,7 +90,7 @@ if libc.mount(*a) != 0: sys.exit(\"mount %s: %s\" % (sys.argv[2], os.strerror(ct
   check "attention runs its maintenance1 kernel without enabling the layer" attention
   check "coopmat-lower runs from /usr/bin" run coopmat-lower --help
   # The shipped self-test as a user runs it: every case of the shapes lavapipe lists, both
-  # lowerings (its NV flexible shapes too are the main suite's selftest.lavapipe: with LLVM's
+  # lowerings (its NV flexible shapes too run in the main suite, selftest.lavapipe: with LLVM
   # optimizations on, as here, they took two minutes).
   selftest() {
     run coopmat-selftest --shapes listed >/tmp/selftest.txt 2>&1 &&
