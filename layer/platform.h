@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 // An entry point the Vulkan loader looks up by name in the layer's library.
@@ -63,9 +64,17 @@ class TrustedFolder {
   };
 
   TrustedFolder() = default;  // none: what is cached stays in memory
-  ~TrustedFolder();
-  TrustedFolder(TrustedFolder&& other) noexcept;
-  TrustedFolder& operator=(TrustedFolder&& other) noexcept;
+  ~TrustedFolder() { Close(handle_); }
+  TrustedFolder(TrustedFolder&& other) noexcept
+      : handle_(std::exchange(other.handle_, kNone)), path_(std::move(other.path_)), why_(std::move(other.why_)) {}
+  TrustedFolder& operator=(TrustedFolder&& other) noexcept {
+    if (this != &other) {
+      Close(std::exchange(handle_, std::exchange(other.handle_, kNone)));
+      path_ = std::move(other.path_);
+      why_ = std::move(other.why_);
+    }
+    return *this;
+  }
 
   // Opens `path` (absolute), created 0700 with its missing parents when missing. Its
   // parent must be this user's or the administrator's, and, on POSIX, not writable by
@@ -100,6 +109,8 @@ class TrustedFolder {
 
  private:
   static constexpr std::intptr_t kNone = -1;  // POSIX: no descriptor; Windows: INVALID_HANDLE_VALUE
+  // Closes a held folder (the platform's close); nothing for kNone.
+  static void Close(std::intptr_t handle) noexcept;
   // Opens and checks the folder `name` in the open folder `parent` (created 0700 when
   // missing); `path` is its path, for messages (and, on Windows, for reaching it).
   static TrustedFolder OpenChild(std::intptr_t parent, const std::string& name, std::filesystem::path path);

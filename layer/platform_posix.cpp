@@ -159,21 +159,8 @@ void RemoveTreeAt(int dir, const char* name) {
 
 }  // namespace
 
-TrustedFolder::~TrustedFolder() {
-  if (valid()) ::close(static_cast<int>(handle_));
-}
-
-TrustedFolder::TrustedFolder(TrustedFolder&& other) noexcept
-    : handle_(std::exchange(other.handle_, kNone)), path_(std::move(other.path_)), why_(std::move(other.why_)) {}
-
-TrustedFolder& TrustedFolder::operator=(TrustedFolder&& other) noexcept {
-  if (this != &other) {
-    if (valid()) ::close(static_cast<int>(handle_));
-    handle_ = std::exchange(other.handle_, kNone);
-    path_ = std::move(other.path_);
-    why_ = std::move(other.why_);
-  }
-  return *this;
+void TrustedFolder::Close(std::intptr_t handle) noexcept {
+  if (handle != kNone) ::close(static_cast<int>(handle));
 }
 
 TrustedFolder TrustedFolder::Open(const std::filesystem::path& path) {

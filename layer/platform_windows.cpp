@@ -173,21 +173,8 @@ std::string Describe(const std::filesystem::path& path, const std::string& what)
 
 }  // namespace
 
-TrustedFolder::~TrustedFolder() {
-  if (valid()) CloseHandle(reinterpret_cast<HANDLE>(handle_));
-}
-
-TrustedFolder::TrustedFolder(TrustedFolder&& other) noexcept
-    : handle_(std::exchange(other.handle_, kNone)), path_(std::move(other.path_)), why_(std::move(other.why_)) {}
-
-TrustedFolder& TrustedFolder::operator=(TrustedFolder&& other) noexcept {
-  if (this != &other) {
-    if (valid()) CloseHandle(reinterpret_cast<HANDLE>(handle_));
-    handle_ = std::exchange(other.handle_, kNone);
-    path_ = std::move(other.path_);
-    why_ = std::move(other.why_);
-  }
-  return *this;
+void TrustedFolder::Close(std::intptr_t handle) noexcept {
+  if (handle != kNone) CloseHandle(reinterpret_cast<HANDLE>(handle));
 }
 
 // %LOCALAPPDATA% is in the user's profile; Windows has no sticky bit to judge a parent by,

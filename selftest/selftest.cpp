@@ -229,11 +229,7 @@ uint32_t FlexibleMaxDimension(const exec::Env& env) {
 // default where it has none.
 std::vector<uint32_t> SubgroupSizes(const exec::Env& env) {
   std::set<uint32_t> sizes;
-  for (const std::string& line : env.layoutLines()) {
-    if (line.rfind("layout: ", 0) != 0) continue;
-    for (const coopmat::LinearLayout& l : coopmat::ParseLayouts(line.substr(8, line.find('#') - 8)).layouts)
-      sizes.insert(l.key.subgroupSize);
-  }
+  for (const coopmat::LinearLayout& layout : env.layerLayouts()) sizes.insert(layout.key.subgroupSize);
   if (sizes.empty()) sizes.insert(env.subgroupSize());
   return {sizes.begin(), sizes.end()};
 }

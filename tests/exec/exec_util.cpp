@@ -363,6 +363,10 @@ Env::Env(const EnvOptions& options) {
     layerServes_ |= m.text == "emulating VK_EXT_cooperative_matrix_maintenance1 on this device";
   }
   if (layoutLines_.empty()) layoutLines_ = options.knownLayoutLines;
+  for (const std::string& line : layoutLines_)
+    if (line.rfind("layout: ", 0) == 0)
+      for (coopmat::LinearLayout& layout : coopmat::ParseLayouts(line.substr(8, line.find('#') - 8)).layouts)
+        layerLayouts_.push_back(std::move(layout));
 }
 
 std::string Env::Problem() const {
@@ -395,11 +399,8 @@ std::optional<Dims> Env::Shape(Use use, T t) const {
 
 std::optional<coopmat::LinearLayout> Env::LayerLayout(Use use, T t, uint32_t rows, uint32_t cols) const {
   const coopmat::LayoutKey key{VkComponentType(t), static_cast<uint32_t>(use), rows, cols, subgroupSize_};
-  for (const std::string& line : layoutLines_) {
-    if (line.rfind("layout: ", 0) != 0) continue;
-    for (const coopmat::LinearLayout& layout : coopmat::ParseLayouts(line.substr(8, line.find('#') - 8)).layouts)
-      if (layout.key == key) return layout;
-  }
+  for (const coopmat::LinearLayout& layout : layerLayouts_)
+    if (layout.key == key) return layout;
   return std::nullopt;
 }
 

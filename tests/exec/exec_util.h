@@ -175,6 +175,8 @@ class Env {
   // The layer's info lines about this device: "layout: ..." and "no layout: ..." (what its
   // probe found, or the table it used), in the order it logged them.
   const std::vector<std::string>& layoutLines() const { return layoutLines_; }
+  // The layouts those "layout: " lines give, every subgroup size's.
+  const std::vector<coopmat::LinearLayout>& layerLayouts() const { return layerLayouts_; }
   // The configurations the device lists (subgroup scope), as it reports them.
   const std::vector<VkCooperativeMatrixPropertiesKHR>& matrices() const { return matrices_; }
 
@@ -190,6 +192,7 @@ class Env {
   bool portable_ = false;
   uint64_t fenceTimeoutNs_ = 0;
   std::vector<std::string> layoutLines_;
+  std::vector<coopmat::LinearLayout> layerLayouts_;  // parsed from layoutLines_ once
   bool expectRegisters_ = false;  // through the layer with lowering=auto
   bool native_ = false;           // the native lane: the driver's own extension, no layer
   bool throughLayer_ = false;
