@@ -143,8 +143,9 @@ uint64_t OptionsFingerprint(const PhysicalDeviceInfo& device, const LowerOptions
   h.Add(device.vendorID).Add(device.deviceID).Add(device.deviceName);  // GPUs whose UUIDs are not filled in
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.maxTaskSharedMemoryBytes);
   h.Add(options.maxMeshSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
-  h.Add(options.registerMovesWithShuffles).Add(options.sharedMemoryPool).Add(options.subgroupExtendedTypes);
+  h.Add(options.registerMovesWithShuffles).Add(options.foldedShuffleLaneBits).Add(options.sharedMemoryPool).Add(options.subgroupExtendedTypes);
   h.Add(options.subgroupExecutionBarriers);
+  for (const auto& [size, cost] : options.roundTripCost) h.Add(size).Add(cost);
   for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);
   for (const LinearLayout& layout : options.layouts) h.Add(FormatLayout(layout));
   return h.Finish().low;

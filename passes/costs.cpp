@@ -24,6 +24,19 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
     case DriverFamily::RadvGfx11:
     case DriverFamily::RadvGfx12:
       options.registerMovesWithShuffles = false;
+      // An XOR shuffle within a row of 16 lanes is a DPP operand of the select that
+      // consumes it (v_cndmask_b32_dpp quad_perm / row_xmask / row_ror): free.
+      options.foldedShuffleLaneBits = 0xF;
+      // Register moves as exchanges (ExchangePlan) against the round trip, f16 16x16,
+      // ACO's instructions / inverse throughput (scripts/measure/amd_tables.py):
+      //   plan cost 12 (GFX11 w32 Acc -> B): 67 / 82 against 81 / 84
+      //   plan cost 18 (GFX11 w64 Acc -> B): 75 / 45 against 71 / 44
+      //   plan cost 20 (GFX12 w64 Acc -> A): 75 / 62 against 41 / 46
+      //   plan cost 28 (GFX12 w32 Acc -> A): 83 / 94 against 49 / 90
+      //   plan cost 32-34 (GFX11 Acc -> A): 99 / 97 and 98 / 81 against 60 / 81 and 50 / 41
+      // (RADV's own NV lowering: 81-145 / 66-185.) The round trip wins past these costs;
+      // where its scratch would cost occupancy the budget takes exchanges anyway (lower.cpp).
+      options.roundTripCost = {{32, 24}, {64, 18}};
       // RADV runs compute in WGP mode: the WGP's 128 KiB of LDS is shared by the
       // workgroups resident on it (a workgroup may use up to 64 KiB).
       options.sharedMemoryPool = 128 * 1024;
@@ -32,7 +45,11 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
       // NAK (NVK compile lane, Ampere, tests/nvk): a gather with shuffles costs 229-239
       // instructions against 60-131 for the round trip (f16 Acc -> B, transposes to A);
       // GetCoordinate, PerElementOp and the reductions are at or below the workaround.
+      // Exchanges (ExchangePlan; a shfl per word sent, no folding): f16 Acc -> B,
+      // seven stages, plan cost 56: 141 instructions / 607 static cycles against
+      // 66 / 422 for the round trip; transposes to A likewise (137-147 against 62-72).
       options.registerMovesWithShuffles = false;
+      options.roundTripCost = {{32, 16}};
       break;
     case DriverFamily::Lavapipe:
     case DriverFamily::CdnaMfma: break;

@@ -1,5 +1,6 @@
 // Emits a GatherPlan (see register.h): the shuffles, per-lane element choices and
-// destination placement, with two 16-bit values to a 32-bit shuffle where that pays.
+// destination placement, with two 16-bit values to a 32-bit shuffle where that pays;
+// plans made of exchange stages go to exchange_emit.cpp.
 #include "register.h"
 #include "gf2.h"
 
@@ -16,44 +17,6 @@ using gf2::Log2;
 }  // namespace
 
 namespace {
-
-uint32_t EmitPairExchange(Builder& b, const FunctionState& fs, const GatherPlan& plan,
-                          const std::function<uint32_t(uint32_t)>& value, uint32_t valueType,
-                          const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
-  TypeManager& t = b.types();
-  const PairExchange& x = *plan.pairs;
-  if (t.ScalarWidth(valueType) != 16) Fail("internal error: a pair exchange moves 16-bit values");
-  const uint32_t pairType = t.Vector(valueType, 2);
-  // parity(lane & laneMask), once.
-  const uint32_t masked = b.And(fs.lane, b.U(x.laneMask));
-  const uint32_t odd = std::popcount(x.laneMask) == 1 ? masked : b.And(b.Emit(spv::Op::OpBitCount, t.Uint(), {masked}), b.U(1));
-  const uint32_t parity = b.Emit(spv::Op::OpINotEqual, t.Bool(), {odd, b.U(0)});
-  std::map<uint32_t, std::pair<uint32_t, uint32_t>> words;  // word -> (own, partner's)
-  std::map<std::pair<uint32_t, bool>, uint32_t> halves;     // (word, own when parity) -> the chosen pair
-  uint32_t result = 0;
-  for (uint32_t r = 0; r < plan.destLength; ++r) {
-    const uint32_t w = x.word[r];
-    if (!words.count(w)) {
-      const uint32_t pair = b.Emit(spv::Op::OpCompositeConstruct, pairType, {value(2 * w), value(2 * w + 1)});
-      const uint32_t own = b.Emit(spv::Op::OpBitcast, t.Uint(), {pair});
-      words[w] = {own, ShuffleXor(b, own, x.distance)};
-    }
-    const auto key = std::make_pair(w, static_cast<bool>(x.ownWhenParity[r]));
-    if (!halves.count(key)) {
-      const auto [own, partner] = words[w];
-      const uint32_t chosen = key.second ? b.Emit(spv::Op::OpSelect, t.Uint(), {parity, own, partner})
-                                         : b.Emit(spv::Op::OpSelect, t.Uint(), {parity, partner, own});
-      halves[key] = b.Emit(spv::Op::OpBitcast, pairType, {chosen});
-    }
-    uint32_t v = b.Emit(spv::Op::OpCompositeExtract, valueType, {halves[key], x.half[r]});
-    if (after) v = after(v);
-    // A cooperative matrix is constructed from one value (every element), then filled.
-    const uint32_t id = r + 1 == plan.destLength ? resultId : 0;
-    result = r == 0 ? b.Emit(spv::Op::OpCompositeConstruct, destType, {v}, plan.destLength == 1 ? resultId : 0)
-                    : b.Emit(spv::Op::OpCompositeInsert, destType, {v, result, r}, id);
-  }
-  return result;
-}
 
 // Element `index` (a uint id) of the `count` values element(i) of `type`: the value
 // itself for a constant index, else a load from a Function array of all of them,
@@ -187,7 +150,7 @@ uint32_t EmitSharedWordGather(Builder& b, const FunctionState& fs, const GatherP
 // SharedWordRounds where packing pays: a general shuffle (or a widened one) costs the
 // same for one value as for a pair.
 std::optional<std::pair<uint32_t, uint32_t>> SharedWords(const Context& c, const GatherPlan& plan, uint32_t valueType) {
-  if (plan.pairs || c.types.ScalarWidth(valueType) != 16 || !plan.NeedsShuffle()) return std::nullopt;
+  if (plan.exchanges || c.types.ScalarWidth(valueType) != 16 || !plan.NeedsShuffle()) return std::nullopt;
   if (plan.identityLanes && c.options.subgroupExtendedTypes) return std::nullopt;  // native 16-bit XOR shuffles fold into DPP
   return SharedWordRounds(plan);
 }
@@ -201,13 +164,13 @@ bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueT
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
   TypeManager& t = b.types();
+  if (plan.exchanges) return EmitExchanges(b, fs, plan, value, valueType, after, destType, resultId);
   if (const auto shared = SharedWords(b.context(), plan, valueType))
     return EmitSharedWordGather(b, fs, plan, shared->first, shared->second, value, valueType, after, destType, resultId);
   ElementPicker fetch(b, plan.sourceLength, valueType, value);
   const bool dynamicDest = plan.DynamicDest();
   const uint32_t destVar = dynamicDest ? b.Variable(destType) : 0;
   const uint32_t destComponent = t.GlobalDef(destType)->Operand(0);
-  if (plan.pairs) return EmitPairExchange(b, fs, plan, value, valueType, after, destType, resultId);
   uint32_t result = 0;
   for (uint32_t round = 0; round < plan.destLength; ++round) {
     const uint32_t bt = static_cast<uint32_t>(Apply(plan.indexSource, round));

@@ -1,7 +1,7 @@
 // The gather planner (see register.h): which lane and element each destination
 // element of a register move or reduction placement reads, solved as GF(2)-linear maps
 // on packed vectors (a slot is lane bits then index bits, a coordinate is row bits then
-// column bits of the source layout), and the pair-exchange plan for layouts one XOR apart.
+// column bits of the source layout). Moves as exchange stages: exchange_plan.cpp.
 #include "register.h"
 #include "gf2.h"
 
@@ -19,13 +19,15 @@ using gf2::Projection;
 }  // namespace
 
 bool GatherPlan::NeedsShuffle() const {
-  if (pairs) return true;
+  if (exchanges)
+    return std::any_of(exchanges->stages.begin(), exchanges->stages.end(),
+                       [](const ExchangeStage& s) { return s.kind != ExchangeStage::Kind::Drop; });
   if (!identityLanes) return true;
   return std::any_of(indexSource.begin(), indexSource.end(), [](uint32_t v) { return v != 0; });
 }
 
 bool GatherPlan::DynamicDest() const {
-  if (pairs) return false;
+  if (exchanges) return false;
   return std::any_of(laneDestOffset.begin(), laneDestOffset.end(), [](uint32_t v) { return v != 0; });
 }
 
@@ -163,54 +165,6 @@ std::optional<GatherPlan> PlanRegisterMove(const Context&, const LinearLayout* f
   for (const BitImage& image : to->laneBits) add(image);
   for (const BitImage& image : to->indexBits) add(image);
   return PlanGather(*from, ~0u, ~0u, {}, *to, targets);
-}
-
-std::optional<GatherPlan> PlanPairExchange(const LinearLayout* from, const LinearLayout* to, bool transpose) {
-  if (!from || !to || from->key.subgroupSize != to->key.subgroupSize || from->length % 2 != 0) return std::nullopt;
-  const uint32_t lanes = from->key.subgroupSize;
-  // Where each coordinate lives in the source: one place each (no replicas).
-  std::map<std::pair<uint32_t, uint32_t>, std::pair<uint32_t, uint32_t>> home;
-  for (uint32_t lane = 0; lane < lanes; ++lane)
-    for (uint32_t index = 0; index < from->length; ++index) {
-      const Coord c = from->CoordinateOf(lane, index);
-      if (!home.emplace(std::make_pair(c.row, c.col), std::make_pair(lane, index)).second) return std::nullopt;
-    }
-  PairExchange x;
-  std::vector<std::vector<bool>> partner(to->length, std::vector<bool>(lanes));
-  for (uint32_t r = 0; r < to->length; ++r) {
-    std::optional<uint32_t> index;
-    for (uint32_t lane = 0; lane < lanes; ++lane) {
-      Coord c = to->CoordinateOf(lane, r);
-      if (transpose) std::swap(c.row, c.col);
-      const auto found = home.find({c.row, c.col});
-      if (found == home.end()) return std::nullopt;
-      const auto [sourceLane, sourceIndex] = found->second;
-      if (index && *index != sourceIndex) return std::nullopt;  // the sender could not pick it alone
-      index = sourceIndex;
-      if (const uint32_t distance = sourceLane ^ lane) {
-        if (x.distance && x.distance != distance) return std::nullopt;
-        x.distance = distance;
-        partner[r][lane] = true;
-      }
-    }
-    x.word.push_back(*index / 2);
-    x.half.push_back(*index % 2);
-  }
-  if (!x.distance) return std::nullopt;  // no lane crossing: the plain plan has no shuffle
-  // partner[r][L] == parity(L & laneMask) ^ partner[r][0]: one mask for every element.
-  for (uint32_t bit = 1; bit < lanes; bit <<= 1)
-    if (partner[0][bit] != partner[0][0]) x.laneMask |= bit;
-  for (uint32_t r = 0; r < to->length; ++r) {
-    for (uint32_t lane = 0; lane < lanes; ++lane)
-      if (partner[r][lane] != ((std::popcount(lane & x.laneMask) & 1) != static_cast<int>(partner[r][0]))) return std::nullopt;
-    x.ownWhenParity.push_back(partner[r][0]);  // parity set flips it: own when the lane-0 choice was the partner
-  }
-  GatherPlan plan;
-  plan.laneBits = Log2(lanes);
-  plan.sourceLength = from->length;
-  plan.destLength = to->length;
-  plan.pairs = std::move(x);
-  return plan;
 }
 
 }  // namespace coopmat

@@ -147,6 +147,7 @@ struct Strategy {
   uint32_t midComponent = 0, midRows = 0, midCols = 0;  // the intermediate (Convert*/Move* routes)
   MatrixUse midUse = MatrixUse::Accumulator;
   std::optional<GatherPlan> registers;  // the route's move in registers; none: the scratch
+  std::optional<std::pair<uint32_t, uint32_t>> declinedExchanges;  // (exchanges, round trip): the round trip was cheaper
   bool UsesScratch() const { return !registers; }
 };
 
@@ -154,18 +155,33 @@ bool SignednessOnly(TypeManager& t, uint32_t a, uint32_t b) {
   return a != b && t.IsIntType(a) && t.IsIntType(b) && t.ScalarWidth(a) == t.ScalarWidth(b);
 }
 
+}  // namespace
+
+std::optional<uint32_t> RoundTripCost(const Context& c, const GatherPlan& plan) {
+  const auto it = c.options.roundTripCost.find(1u << plan.laneBits);
+  if (it == c.options.roundTripCost.end()) return std::nullopt;
+  return it->second;
+}
+
+namespace {
+
 // A register move's plan when the shuffled values can cross lanes; `shuffled` is
 // the scalar type that moves.
 std::optional<GatherPlan> MovePlan(const Context& c, const LinearLayout* from, const LinearLayout* to, bool transpose,
-                                   uint32_t shuffled) {
+                                   uint32_t shuffled, std::optional<std::pair<uint32_t, uint32_t>>& declined) {
   auto plan = PlanRegisterMove(c, from, to, transpose);
   if (!plan || !plan->NeedsShuffle()) return plan;
   if (!CanShuffle(c, shuffled)) return std::nullopt;
-  // 16-bit elements that only swap between two lanes move as packed pairs, one
-  // shuffle per two elements: cheaper than the Workgroup round trip on every family
-  // measured (GFX11 Acc -> B: 75 instructions against 82; docs/performance.md).
-  if (c.types.ScalarWidth(shuffled) == 16)
-    if (auto pairs = PlanPairExchange(from, to, transpose)) return pairs;
+  // A move that is a few exchanges of packed words between lanes one bit apart
+  // (constant XOR shuffles, DPP/permlane on AMD) instead of a shuffle with a
+  // computed lane per element; where it costs more than the round trip measured on
+  // this family, the round trip (unless the shared-memory budget wants registers).
+  if (auto exchanges = PlanExchanges(from, to, transpose, c.types.ScalarWidth(shuffled), c.options.foldedShuffleLaneBits)) {
+    const auto roundTrip = RoundTripCost(c, *exchanges);
+    if (c.options.registerMovesWithShuffles || !roundTrip || exchanges->exchanges->cost <= *roundTrip) return exchanges;
+    declined = {exchanges->exchanges->cost, *roundTrip};
+    return std::nullopt;
+  }
   if (!c.options.registerMovesWithShuffles) return std::nullopt;
   return plan;
 }
@@ -180,7 +196,7 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
     s.route = Route::Move;
     // A signedness change is a bitcast of each element.
     if (from.componentType == to.componentType || CanConvertScalars(c, from.componentType, to.componentType))
-      s.registers = MovePlan(c, fromLayout, toLayout, transpose, from.componentType);
+      s.registers = MovePlan(c, fromLayout, toLayout, transpose, from.componentType, s.declinedExchanges);
     return s;
   }
   // A specialization-constant Use is not known here: no intermediate matrix can be
@@ -196,8 +212,8 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
     s.midCols = cols;
     s.midUse = use;
     const LinearLayout* mid = RegisterLayout(c, component, rows, cols, use);
-    if (route == Route::ConvertThenMove) s.registers = MovePlan(c, mid, toLayout, transpose, to.componentType);
-    else s.registers = MovePlan(c, fromLayout, mid, transpose, from.componentType);
+    if (route == Route::ConvertThenMove) s.registers = MovePlan(c, mid, toLayout, transpose, to.componentType, s.declinedExchanges);
+    else s.registers = MovePlan(c, fromLayout, mid, transpose, from.componentType, s.declinedExchanges);
   };
   if (from.use == MatrixUse::Accumulator && c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
     intermediate(Route::ConvertThenMove, to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator);
@@ -311,6 +327,11 @@ ConversionShape CheckConversion(Context& c, const ir::Instruction& inst) {
 bool ConversionUsesScratch(Context& c, const ir::Instruction& inst) {
   const ConversionShape shape = CheckConversion(c, inst);
   return Choose(c, inst, shape.from, shape.to, shape.transpose).UsesScratch();
+}
+
+std::optional<std::pair<uint32_t, uint32_t>> DeclinedExchangeCost(Context& c, const ir::Instruction& inst) {
+  const ConversionShape shape = CheckConversion(c, inst);
+  return Choose(c, inst, shape.from, shape.to, shape.transpose).declinedExchanges;
 }
 
 void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst) {

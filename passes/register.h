@@ -86,18 +86,32 @@ uint32_t EncodedShuffle(Builder& b, uint32_t value, const std::function<uint32_t
 // round t each invocation L fills its destination element M(L) ^ t with source
 // element idx from lane src, where src = A(L) ^ B(t) and idx is computed by the
 // sending lane for its receiver. Linear maps are kept as images of input bits.
-// A move of 16-bit elements as an exchange of packed pairs between lanes L and
-// L ^ distance: every destination element r is half `half` of source word `word`
-// (elements 2*word and 2*word + 1 packed in a uint) of this lane or of the partner
-// lane, the partner's where parity(L & laneMask) != ownWhenParity[r]. One
-// ShuffleXor per word and a select per word and parity instead of a shuffle per
-// element: GFX11's Acc -> B (the two 16-lane halves swap rows) as RADV's own
-// lowering does it (v_permlanex16 of packed registers).
-struct PairExchange {
-  uint32_t distance = 0;
-  uint32_t laneMask = 0;
-  std::vector<uint32_t> word, half;
-  std::vector<bool> ownWhenParity;
+// A register move as a few exchange stages between lanes L and L ^ (1 << laneBit),
+// each a constant single-bit ShuffleXor (one DPP/permlane instruction on AMD) per
+// word of moved values, never an index computed per lane. Every layout here maps
+// single (lane, index) bits to single coordinate bits, so a move is a rearrangement
+// of those bits between lane bits and index bits:
+//   Swap:      lane bit and index bit `indexBit` trade coordinates: of each pair of
+//              elements (e, e | 1 << indexBit) a lane keeps the one whose index bit
+//              equals its lane bit and sends the other (half the elements travel).
+//   Replicate: the lane bit's coordinate becomes a new top index bit and the lane
+//              bit a replica: every element travels (GFX11's A/B replicas).
+//   Drop:      a replica lane bit takes index bit `indexBit`'s coordinate: each lane
+//              keeps the half of its elements its lane bit selects (no exchange).
+// Narrow values travel packed, two or four per 32-bit word. After the stages the
+// destination element r is element order[r] (index bits renamed for free).
+struct ExchangeStage {
+  enum class Kind { Swap, Replicate, Drop };
+  Kind kind = Kind::Swap;
+  uint32_t laneBit = 0;
+  uint32_t indexBit = 0;  // Swap, Drop
+};
+struct ExchangePlan {
+  std::vector<ExchangeStage> stages;
+  std::vector<uint32_t> order;
+  uint32_t words = 0;  // 32-bit words each lane sends, all stages together
+  uint32_t cost = 0;   // the planned cost: instructions per lane, about (exchanges, selects, repacking)
+  uint32_t foldedLaneBits = 0;  // LowerOptions::foldedShuffleLaneBits it was planned for
 };
 
 struct GatherPlan {
@@ -111,7 +125,7 @@ struct GatherPlan {
   std::vector<uint32_t> indexSource;    // B: per destination index bit, the source lane
   std::vector<uint32_t> indexIndex;     // D: per destination index bit, the source index
   std::vector<uint32_t> senderIndex;    // when !identityLanes: C' with C'(A(L)) == C(L), per source lane bit
-  std::optional<PairExchange> pairs;    // set: the move is this exchange instead of the rounds above
+  std::optional<ExchangePlan> exchanges;  // set: the move is these stages instead of the rounds above
   bool NeedsShuffle() const;
   bool DynamicDest() const;
 };
@@ -136,6 +150,16 @@ bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueT
 // (a new id when 0), of matrix type destType; returns it.
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
+
+// What the Workgroup round trip costs at the plan's subgroup size (LowerOptions::roundTripCost).
+std::optional<uint32_t> RoundTripCost(const Context& c, const GatherPlan& plan);
+// The costs (exchanges, round trip) that sent the conversion `inst` through the round
+// trip at the active subgroup size; nullopt when they did not decide.
+std::optional<std::pair<uint32_t, uint32_t>> DeclinedExchangeCost(Context& c, const ir::Instruction& inst);
+
+// EmitGather's form for a plan with exchanges (exchange_emit.cpp).
+uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
+                       uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
 
 // The in-register steps of a reduction as a reduced XOR basis (pivot bit, vector),
 // in application order: after the step with pivot p, the elements whose pivot bits
@@ -167,9 +191,10 @@ std::optional<std::pair<ReduceScatter, GatherPlan>> PlanReduceScatter(const Line
 // Moves between register layouts for conversions: the plan of a Use change (and
 // transpose) from one matrix type to another, or nullopt.
 std::optional<GatherPlan> PlanRegisterMove(const Context& c, const LinearLayout* from, const LinearLayout* to, bool transpose);
-// The same move of 16-bit elements as a PairExchange, when it is one (each
-// destination element's source index the same in every lane, its source lane this
-// one or this one ^ a single distance, chosen by the parity of lane bits); else nullopt.
-std::optional<GatherPlan> PlanPairExchange(const LinearLayout* from, const LinearLayout* to, bool transpose);
+// The same move as exchange stages (ExchangePlan) of values `valueBits` wide, the
+// cheapest, or nullopt (a layout bit that maps to several coordinate bits). Exchanges
+// across `foldedLaneBits` send both elements of a pair (LowerOptions::foldedShuffleLaneBits).
+std::optional<GatherPlan> PlanExchanges(const LinearLayout* from, const LinearLayout* to, bool transpose, uint32_t valueBits,
+                                        uint32_t foldedLaneBits = 0);
 
 }  // namespace coopmat

@@ -89,6 +89,10 @@ std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst) {
              " cannot cross lanes without the module's Float16/Int8/Int16 capability";
   if (inst.opcode == spv::Op::OpCooperativeMatrixReduceEXT)
     return "the register reduction has no plan for this reduction mode and shape";
+  if (const auto costs = DeclinedExchangeCost(c, inst))
+    return "its register move is exchanges costing about " + std::to_string(costs->first) +
+           " instructions per lane, more than the Workgroup round trip's " + std::to_string(costs->second) +
+           " on this driver family at this subgroup size (measured: passes/costs.cpp)";
   if (!c.options.registerMovesWithShuffles)
     return "the move needs shuffles, and on this driver family the Workgroup round trip is cheaper (measured: "
            "passes/costs.cpp)";

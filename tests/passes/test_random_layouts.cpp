@@ -284,7 +284,7 @@ TEST_CASE("random layouts: register coordinates match the layout's map at every 
   CHECK(checked > 500);
 }
 
-TEST_CASE("random layouts: conversion gathers and pair exchanges put every element in its place", "[register][random]") {
+TEST_CASE("random layouts: conversion gathers and exchange stages put every element in its place", "[register][random]") {
   std::mt19937 random(Seed() ^ 0x2);
   const Element elements[] = {Element::U32, Element::F16, Element::U16, Element::U8, Element::BF16, Element::E4M3};
   size_t gathers = 0, exchanges = 0, attempts = 0, dynamicDest = 0, laneMaps = 0, sharedWords = 0, sharedConverted = 0;
@@ -303,11 +303,10 @@ TEST_CASE("random layouts: conversion gathers and pair exchanges put every eleme
       dynamicDest += plan->DynamicDest();
       laneMaps += !plan->identityLanes;
     }
-    if (Bits(element) == 16)
-      if (auto plan = coopmat::PlanPairExchange(&from, &to, transpose)) {
-        CheckMove(*plan, from, to, transpose, element);
-        ++exchanges;
-      }
+    if (auto plan = coopmat::PlanExchanges(&from, &to, transpose, Bits(element))) {
+      CheckMove(*plan, from, to, transpose, element, random() % 2 == 0);
+      ++exchanges;
+    }
   };
   for (int n = 0; n < 1500; ++n) {
     const Shape s = RandomShape(random);
@@ -341,7 +340,7 @@ TEST_CASE("random layouts: conversion gathers and pair exchanges put every eleme
   }
   std::cout << "random layouts: " << attempts << " moves, " << gathers << " gathers (" << laneMaps << " with a lane map, "
             << dynamicDest << " with dynamic destinations, " << sharedWords << " moving 16-bit values two per shuffle, "
-            << sharedConverted << " of them converting), " << exchanges << " pair exchanges run\n";
+            << sharedConverted << " of them converting), " << exchanges << " exchange plans run\n";
   // Most random pairs have a one-shuffle-per-element plan; each form is exercised.
   CHECK(gathers > attempts / 2);
   CHECK(exchanges > 0);

@@ -544,85 +544,112 @@ TEST_CASE("register coordinates: the emitted lane arithmetic matches every built
   CHECK(reversedRuns > 0);  // GFX12's row maps take the OpBitReverse form
 }
 
-// 16-bit moves that are an exchange between two lanes take one shuffle per packed pair
-// (GFX11 wave32 Acc -> B). The emitted code, run for every lane of the subgroup, must
-// bring each destination element its source element on every built-in layout pair
-// where the exchange is planned.
-TEST_CASE("register path: pair exchanges bring every 16-bit element to its place", "[register]") {
-  size_t planned = 0, gfx11Wave32AccToB = 0;
+// Register moves as exchange stages (ExchangePlan): the emitted code, run for every
+// lane of the subgroup, must bring each destination element its coordinate on every
+// built-in layout pair of every family and size, for 8-, 16- and 32-bit values, with
+// only constant single-bit XOR shuffles, as many as the plan says, whether exchanges
+// across lane bits 0-3 send one element of each pair or both (AMD's folded DPP).
+TEST_CASE("register path: exchange stages bring every element to its place", "[register]") {
+  size_t planned = 0, gfx11Wave32AccToA = 0, replicated = 0, dropped = 0;
   for (auto family : {coopmat::DriverFamily::Lavapipe, coopmat::DriverFamily::RadvGfx11, coopmat::DriverFamily::RadvGfx12,
-                      coopmat::DriverFamily::CdnaMfma})
+                      coopmat::DriverFamily::CdnaMfma, coopmat::DriverFamily::NvidiaMma})
     for (uint32_t size : {8u, 32u, 64u}) {
+      // One component type per use: the built-in layouts do not depend on it.
       std::vector<LinearLayout> layouts;
       for (const auto& l : Builtin(family, size))
-        if (l.key.componentType == coopmat::kTypeF16) layouts.push_back(l);
+        if (l.key.componentType == (l.key.use == coopmat::kUseAccumulator ? coopmat::kTypeF32 : coopmat::kTypeF16)) layouts.push_back(l);
       for (const auto& from : layouts)
         for (const auto& to : layouts)
-          for (bool transpose : {false, true}) {
-            const auto plan = coopmat::PlanPairExchange(&from, &to, transpose);
-            if (!plan) continue;
-            INFO(coopmat::ToString(family) << ": " << coopmat::ToString(from.key) << " -> " << coopmat::ToString(to.key)
-                                           << (transpose ? " transposed" : ""));
-            ++planned;
-            if (family == coopmat::DriverFamily::RadvGfx11 && size == 32 && !transpose &&
-                from.key.use == coopmat::kUseAccumulator && to.key.use == coopmat::kUseB)
-              ++gfx11Wave32AccToB;
-            EmitFixture f;
-            Module& module = f.module;
-            coopmat::TypeManager& types = f.types;
-            coopmat::FunctionState fs{f.function};
-            fs.lane = module.TakeId();
-            const uint32_t half = types.Int(16, false);
-            std::vector<uint32_t> sources(from.length);
-            SubgroupEvaluator eval(types, size);
-            std::vector<std::vector<uint32_t>> lanes(size);
-            for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
-            eval.Set(fs.lane, lanes);
-            // Each 16-bit source tagged with who holds it: lane * stride + index.
-            const uint32_t stride = std::bit_ceil(from.length);
-            REQUIRE(size * stride <= 65536);
-            for (uint32_t i = 0; i < from.length; ++i) {
-              sources[i] = module.TakeId();
-              std::vector<std::vector<uint32_t>> tagged(size);
-              for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {lane * stride + i};
-              eval.Set(sources[i], tagged);
-            }
-            coopmat::Builder b(f.context, f.function, 0, 1);
-            const uint32_t result = coopmat::EmitGather(b, fs, *plan, [&](uint32_t i) { return sources.at(i); }, half,
-                                                        nullptr, types.Vector(half, to.length), 0);
-            eval.Run(f.Emitted());
-            const auto& out = eval.Get(result);
-            for (uint32_t lane = 0; lane < size; ++lane)
-              for (uint32_t e = 0; e < to.length; ++e) {
-                coopmat::Coord want = to.CoordinateOf(lane, e);
-                if (transpose) std::swap(want.row, want.col);
-                INFO("lane " << lane << " element " << e);
-                REQUIRE(out[lane].size() == to.length);
-                const uint32_t tag = out[lane][e];
-                const coopmat::Coord got = from.CoordinateOf(tag / stride, tag % stride);
-                INFO("source lane " << tag / stride << " index " << tag % stride << " holds (" << got.row << ", " << got.col
-                                    << "), want (" << want.row << ", " << want.col << ")");
-                CHECK(got == want);
+          for (bool transpose : {false, true})
+            for (uint32_t width : {8u, 16u, 32u})
+              for (uint32_t folded : {0u, 0xFu}) {
+              if (from.key.use == to.key.use || (transpose && from.key.use != coopmat::kUseAccumulator)) continue;
+              const auto plan = coopmat::PlanExchanges(&from, &to, transpose, width, folded);
+              if (!plan) continue;
+              INFO(coopmat::ToString(family) << " " << size << ": " << coopmat::ToString(from.key) << " -> "
+                                             << coopmat::ToString(to.key) << (transpose ? " transposed" : "") << ", " << width
+                                             << "-bit values, folded lane bits " << folded);
+              std::string stages;
+              for (const auto& stage : plan->exchanges->stages)
+                stages += std::string(" ") + "SRD"[static_cast<int>(stage.kind)] + std::to_string(stage.laneBit) + "/" +
+                          std::to_string(stage.indexBit);
+              INFO("stages (Swap, Replicate, Drop lane bit / index bit):" << stages);
+              ++planned;
+              for (const auto& stage : plan->exchanges->stages) {
+                replicated += stage.kind == coopmat::ExchangeStage::Kind::Replicate;
+                dropped += stage.kind == coopmat::ExchangeStage::Kind::Drop;
               }
-            // One shuffle per packed pair of source elements, at most.
-            size_t shuffles = 0;
-            for (const Instruction& inst : f.Emitted()) shuffles += inst.opcode == spv::Op::OpGroupNonUniformShuffleXor;
-            CHECK(shuffles <= from.length / 2);
-          }
+              if (family == coopmat::DriverFamily::RadvGfx11 && size == 32 && !transpose &&
+                  from.key.use == coopmat::kUseAccumulator && to.key.use == coopmat::kUseA)
+                ++gfx11Wave32AccToA;
+              // Each value is its coordinate's number (row-major in the source's shape),
+              // in `width`-bit digits, one run per digit.
+              const uint32_t coordinates = from.key.rows * from.key.cols;
+              for (uint32_t shift = 0; shift < 32 && (shift == 0 || (coordinates - 1) >> shift); shift += width) {
+                EmitFixture f;
+                Module& module = f.module;
+                coopmat::TypeManager& types = f.types;
+                coopmat::FunctionState fs{f.function};
+                fs.lane = module.TakeId();
+                const uint32_t type = width == 32 ? types.Uint() : types.Int(width, false);
+                SubgroupEvaluator eval(types, size);
+                std::vector<std::vector<uint32_t>> lanes(size);
+                for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
+                eval.Set(fs.lane, lanes);
+                const uint32_t digit = width == 32 ? ~0u : (1u << width) - 1;
+                auto number = [&](coopmat::Coord c) { return (c.row * from.key.cols + c.col) >> shift & digit; };
+                std::vector<uint32_t> sources(from.length);
+                for (uint32_t i = 0; i < from.length; ++i) {
+                  sources[i] = module.TakeId();
+                  types.SetTypeOf(sources[i], type);
+                  std::vector<std::vector<uint32_t>> held(size);
+                  for (uint32_t lane = 0; lane < size; ++lane) held[lane] = {number(from.CoordinateOf(lane, i))};
+                  eval.Set(sources[i], held);
+                }
+                coopmat::Builder b(f.context, f.function, 0, 1);
+                const uint32_t result = coopmat::EmitGather(b, fs, *plan, [&](uint32_t i) { return sources.at(i); }, type,
+                                                            nullptr, types.Vector(type, to.length), 0);
+                eval.Run(f.Emitted());
+                const auto& out = eval.Get(result);
+                for (uint32_t lane = 0; lane < size; ++lane) {
+                  REQUIRE(out[lane].size() == to.length);
+                  for (uint32_t e = 0; e < to.length; ++e) {
+                    coopmat::Coord want = to.CoordinateOf(lane, e);
+                    if (transpose) std::swap(want.row, want.col);
+                    INFO("lane " << lane << " element " << e << " wants (" << want.row << ", " << want.col << ")");
+                    REQUIRE(out[lane][e] == number(want));
+                  }
+                }
+                size_t shuffles = 0;
+                for (const Instruction& inst : f.Emitted()) {
+                  REQUIRE(inst.opcode != spv::Op::OpGroupNonUniformShuffle);
+                  if (inst.opcode != spv::Op::OpGroupNonUniformShuffleXor) continue;
+                  ++shuffles;
+                  const auto mask = types.ConstantValue(inst.operands.back());
+                  REQUIRE(mask);
+                  CHECK(std::popcount(*mask) == 1);
+                }
+                CHECK(shuffles == plan->exchanges->words);
+              }
+            }
     }
-  CHECK(gfx11Wave32AccToB > 0);
-  CHECK(planned >= gfx11Wave32AccToB);
+  CHECK(gfx11Wave32AccToA > 0);
+  CHECK(replicated > 0);
+  CHECK(dropped > 0);
+  CHECK(planned > 100);
 }
 
 // As the layer lowers for RADV GFX11 at module time: wave32 and wave64 in one module,
-// the measured costs applied. The f16 Acc -> B move is a pair exchange at wave32 and
-// the Workgroup round trip at wave64: each OpSwitch case has its own form, the module
-// validates, and the report says which size takes which.
+// the measured costs applied, with no layout for B matrices at wave64 (a layout file
+// that lacks them). The f16 Acc -> B move is an exchange at wave32 and the Workgroup
+// round trip at wave64: each OpSwitch case has its own form, the module validates,
+// and the report says which size takes which.
 TEST_CASE("register path: a conversion with registers at one subgroup size only is lowered per size", "[register]") {
   coopmat::LowerOptions options;
   options.maxSharedMemoryBytes = 65536;
   for (uint32_t size : {32u, 64u})
-    for (auto& l : Builtin(coopmat::DriverFamily::RadvGfx11, size)) options.layouts.push_back(l);
+    for (auto& l : Builtin(coopmat::DriverFamily::RadvGfx11, size))
+      if (size == 32 || l.key.use != coopmat::kUseB) options.layouts.push_back(l);
   options.subgroupSizes = {32, 64};
   coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, options);
   const auto result = coopmat::LowerModule(passtest::LoadShader("register16", "spirv1.6"), options);

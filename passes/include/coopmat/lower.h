@@ -117,6 +117,17 @@ struct LowerOptions {
   // between identical layouts stay plain register copies). Which is cheaper is a
   // property of the driver's compiler, measured per family: ApplyMeasuredCosts.
   bool registerMovesWithShuffles = true;
+  // Lane bits across which a constant XOR shuffle folds into the instruction that
+  // consumes it (AMD: DPP within rows of 16 lanes, bits 0-3). A register move's
+  // exchange across one sends both elements of each pair, each received value
+  // feeding one select, instead of first choosing which to send (register.h,
+  // ExchangePlan). Measured per family: ApplyMeasuredCosts.
+  uint32_t foldedShuffleLaneBits = 0;
+  // What the Workgroup round trip of one matrix costs per subgroup size, in the units
+  // of a register move's exchange plan (ExchangePlan::cost, about instructions per
+  // lane). With registerMovesWithShuffles off, a move whose exchanges cost more takes
+  // the round trip; a size not listed takes the exchanges. Measured: ApplyMeasuredCosts.
+  std::map<uint32_t, uint32_t> roundTripCost;
   // The scratch's subgroup barriers are OpControlBarriers of Subgroup scope; false: their
   // memory part only (OpMemoryBarrier). For lavapipe, which runs a subgroup's invocations
   // in step yet makes every execution barrier a workgroup one (lp_bld_nir.c), so that in a

@@ -1,0 +1,217 @@
+// Emits an ExchangePlan (see register.h): each stage's values packed into 32-bit
+// words, the words chosen per lane with selects, one ShuffleXor with a constant
+// single-bit mask per word sent, and the received words kept with selects. The
+// selects work on uint words, so they are legal for every component type
+// (bfloat16 and fp8 included) and cost one instruction per word, not per element.
+#include "register.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+
+namespace coopmat {
+namespace {
+
+using Kind = ExchangeStage::Kind;
+
+class WordPacker {
+ public:
+  WordPacker(Builder& b, uint32_t valueType) : b_(b), valueType_(valueType) {
+    TypeManager& t = b.types();
+    perWord_ = 32 / t.ScalarWidth(valueType);
+    if (perWord_ > 1) vectorType_ = t.Vector(valueType, perWord_);
+  }
+  uint32_t PerWord() const { return perWord_; }
+  // values (at most PerWord()) as one uint; a short group repeats its first value.
+  // Values unpacked from one word, in its order, are that word again (no repacking
+  // between stages that pair the same elements).
+  uint32_t Pack(std::vector<uint32_t> values) {
+    TypeManager& t = b_.types();
+    if (perWord_ == 1) return valueType_ == t.Uint() ? values[0] : b_.Emit(spv::Op::OpBitcast, t.Uint(), {values[0]});
+    if (values.size() == perWord_) {
+      const auto first = unpackedFrom_.find(values[0]);
+      bool same = first != unpackedFrom_.end();
+      for (uint32_t i = 0; same && i < perWord_; ++i) {
+        const auto it = unpackedFrom_.find(values[i]);
+        same = it != unpackedFrom_.end() && it->second == std::make_pair(first->second.first, i);
+      }
+      if (same) return first->second.first;
+    }
+    values.resize(perWord_, values[0]);
+    return b_.Emit(spv::Op::OpBitcast, t.Uint(), {b_.Emit(spv::Op::OpCompositeConstruct, vectorType_, values)});
+  }
+  std::vector<uint32_t> Unpack(uint32_t word, size_t count) {
+    TypeManager& t = b_.types();
+    if (perWord_ == 1) return {valueType_ == t.Uint() ? word : b_.Emit(spv::Op::OpBitcast, valueType_, {word})};
+    const uint32_t vector = b_.Emit(spv::Op::OpBitcast, vectorType_, {word});
+    std::vector<uint32_t> out;
+    for (uint32_t i = 0; i < count; ++i) {
+      out.push_back(b_.Emit(spv::Op::OpCompositeExtract, valueType_, {vector, i}));
+      unpackedFrom_[out.back()] = {word, i};
+    }
+    return out;
+  }
+
+ private:
+  Builder& b_;
+  uint32_t valueType_, perWord_ = 1, vectorType_ = 0;
+  std::map<uint32_t, std::pair<uint32_t, uint32_t>> unpackedFrom_;  // value -> (word, component)
+};
+
+// Which index bit each stage's words pair elements along (in the stage's output
+// numbering): the position the destination's index bit 0 has after the stage, so that
+// each stage sends the words the previous one kept and the last one's words are the
+// destination's pairs (2i, 2i + 1), with nothing repacked; ~0u while that coordinate
+// is still on a lane.
+std::vector<uint32_t> PairBits(const ExchangePlan& x, uint32_t sourceLength) {
+  std::vector<uint32_t> bits(x.stages.size(), ~0u);
+  if (x.order.size() < 2) return bits;
+  std::vector<uint32_t> sizes;  // elements before each stage
+  uint32_t n = sourceLength;
+  for (const ExchangeStage& stage : x.stages) {
+    sizes.push_back(n);
+    n = stage.kind == Kind::Replicate ? 2 * n : stage.kind == Kind::Drop ? n / 2 : n;
+  }
+  uint32_t q = static_cast<uint32_t>(std::countr_zero(x.order[1] ^ x.order[0]));
+  for (size_t s = x.stages.size(); s-- > 0;) {
+    bits[s] = q;
+    if (q == ~0u) continue;
+    const ExchangeStage& stage = x.stages[s];
+    if (stage.kind == Kind::Swap && q == stage.indexBit) q = ~0u;  // it arrives from the lane bit here
+    if (stage.kind == Kind::Replicate && (1u << q) == sizes[s]) q = ~0u;
+    if (stage.kind == Kind::Drop && q >= stage.indexBit) ++q;
+  }
+  return bits;
+}
+
+// The elements of `all` (ascending) in groups of `perWord` that differ in `pairBit`
+// where it is one of their free bits, else consecutive.
+std::vector<std::vector<uint32_t>> Groups(const std::vector<uint32_t>& all, uint32_t perWord, uint32_t pairBit) {
+  std::vector<std::vector<uint32_t>> groups;
+  const bool paired = perWord == 2 && pairBit < 32 &&
+                      std::all_of(all.begin(), all.end(), [&](uint32_t e) {
+                        return std::find(all.begin(), all.end(), e ^ (1u << pairBit)) != all.end();
+                      });
+  if (paired) {
+    for (uint32_t e : all)
+      if (!(e >> pairBit & 1)) groups.push_back({e, e | 1u << pairBit});
+    return groups;
+  }
+  for (size_t g = 0; g < all.size(); g += perWord)
+    groups.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(g),
+                        all.begin() + static_cast<std::ptrdiff_t>(std::min(all.size(), g + perWord)));
+  return groups;
+}
+
+}  // namespace
+
+uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
+                       uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
+  TypeManager& t = b.types();
+  const ExchangePlan& x = *plan.exchanges;
+  WordPacker packer(b, valueType);
+  const uint32_t perWord = packer.PerWord();
+  // Whether lane bit j is set, and clear: a select whose chosen-when-clear operand is
+  // the exchanged word takes the exchange as its DPP operand on AMD, so each select
+  // is written with the exchanged word there.
+  std::map<std::pair<uint32_t, bool>, uint32_t> laneBitIs;
+  auto laneBit = [&](uint32_t j, bool set) {
+    auto [it, fresh] = laneBitIs.try_emplace({j, set}, 0);
+    if (fresh)
+      it->second = b.Emit(set ? spv::Op::OpINotEqual : spv::Op::OpIEqual, t.Bool(), {b.And(fs.lane, b.U(1u << j)), b.U(0)});
+    return it->second;
+  };
+  auto select = [&](uint32_t condition, uint32_t ifTrue, uint32_t ifFalse) {
+    return b.Emit(spv::Op::OpSelect, t.Uint(), {condition, ifTrue, ifFalse});
+  };
+  auto pack = [&](const std::vector<uint32_t>& values, const std::vector<uint32_t>& elements, uint32_t offset = 0) {
+    std::vector<uint32_t> ids;
+    for (uint32_t e : elements) ids.push_back(values[e | offset]);
+    return packer.Pack(ids);
+  };
+  const std::vector<uint32_t> pairBits = PairBits(x, plan.sourceLength);
+  std::vector<uint32_t> v;
+  for (uint32_t i = 0; i < plan.sourceLength; ++i) v.push_back(value(i));
+  for (size_t s = 0; s < x.stages.size(); ++s) {
+    const ExchangeStage& stage = x.stages[s];
+    const uint32_t set = laneBit(stage.laneBit, true), clear = laneBit(stage.laneBit, false);
+    const uint32_t mask = 1u << stage.laneBit;
+    const uint32_t n = static_cast<uint32_t>(v.size());
+    std::vector<uint32_t> next;
+    switch (stage.kind) {
+      case Kind::Swap: {
+        // Pairs (e, e | K): a lane whose bit is set keeps e | K and sends e, the other
+        // keeps e and sends e | K; each receives into the place it sent from. Across a
+        // folded lane bit both travel, each exchange inside the select that keeps it.
+        const uint32_t k = 1u << stage.indexBit;
+        const bool folded = x.foldedLaneBits >> stage.laneBit & 1;
+        std::vector<uint32_t> low;
+        for (uint32_t e = 0; e < n; ++e)
+          if (!(e & k)) low.push_back(e);
+        next = v;
+        for (const auto& group : Groups(low, perWord, pairBits[s])) {
+          const uint32_t lowWord = pack(v, group), highWord = pack(v, group, k);
+          uint32_t newLow = 0, newHigh = 0;
+          if (folded) {
+            newLow = select(clear, lowWord, ShuffleXor(b, highWord, mask));
+            newHigh = select(set, highWord, ShuffleXor(b, lowWord, mask));
+          } else {
+            const uint32_t received = ShuffleXor(b, select(set, lowWord, highWord), mask);
+            newLow = select(clear, lowWord, received);
+            newHigh = select(set, highWord, received);
+          }
+          const auto newLows = packer.Unpack(newLow, group.size());
+          const auto newHighs = packer.Unpack(newHigh, group.size());
+          for (size_t i = 0; i < group.size(); ++i) {
+            next[group[i]] = newLows[i];
+            next[group[i] | k] = newHighs[i];
+          }
+        }
+        break;
+      }
+      case Kind::Replicate: {
+        // Element e with the new top bit equal to the lane bit is this lane's own.
+        next.resize(2 * n);
+        std::vector<uint32_t> all(n);
+        for (uint32_t e = 0; e < n; ++e) all[e] = e;
+        for (const auto& group : Groups(all, perWord, pairBits[s])) {
+          const uint32_t word = pack(v, group);
+          const uint32_t received = ShuffleXor(b, word, mask);
+          const auto whenClear = packer.Unpack(select(clear, word, received), group.size());
+          const auto whenSet = packer.Unpack(select(set, word, received), group.size());
+          for (size_t i = 0; i < group.size(); ++i) {
+            next[group[i]] = whenClear[i];
+            next[n + group[i]] = whenSet[i];
+          }
+        }
+        break;
+      }
+      case Kind::Drop: {
+        // Keep the elements whose index bit equals the lane bit; the bit is removed.
+        const uint32_t k = 1u << stage.indexBit;
+        next.resize(n / 2);
+        std::vector<uint32_t> all(n / 2);
+        for (uint32_t e = 0; e < n / 2; ++e) all[e] = e;
+        for (const auto& group : Groups(all, perWord, pairBits[s])) {
+          std::vector<uint32_t> inputs;
+          for (uint32_t e : group) inputs.push_back(SpreadBits(e, k));
+          const auto kept = packer.Unpack(select(set, pack(v, inputs, k), pack(v, inputs)), group.size());
+          for (size_t i = 0; i < group.size(); ++i) next[group[i]] = kept[i];
+        }
+        break;
+      }
+    }
+    v = std::move(next);
+  }
+  uint32_t result = 0;
+  for (uint32_t r = 0; r < plan.destLength; ++r) {
+    uint32_t element = v[x.order[r]];
+    if (after) element = after(element);
+    const bool last = r + 1 == plan.destLength;
+    result = r == 0 ? b.Emit(spv::Op::OpCompositeConstruct, destType, {element}, last ? resultId : 0)
+                    : b.Emit(spv::Op::OpCompositeInsert, destType, {element, result, r}, last ? resultId : 0);
+  }
+  return result;
+}
+
+}  // namespace coopmat
