@@ -67,10 +67,11 @@ std::string PortableReason(Context& c, const ir::Instruction& inst) {
     const bool conversion = inst.opcode != spv::Op::OpCooperativeMatrixGetCoordinateEXT &&
                             inst.opcode != spv::Op::OpCooperativeMatrixPerElementOpEXT &&
                             inst.opcode != spv::Op::OpCooperativeMatrixReduceEXT;
-    if (conversion && !ConversionUsesScratch(c, inst)) {
+    const std::string reason = conversion && !ConversionUsesScratch(c, inst) ? "" : ReasonAtOneSize(c, inst);
+    if (reason.empty()) {
       registers += (registers.empty() ? "" : ", ") + std::to_string(size);
     } else if (why.empty()) {
-      why = "at subgroup size " + std::to_string(size) + ": " + ReasonAtOneSize(c, inst);
+      why = "at subgroup size " + std::to_string(size) + ": " + reason;
     }
   }
   return registers.empty() ? why : "registers at subgroup size " + registers + "; the scratch " + why;
@@ -89,6 +90,8 @@ std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst) {
              " cannot cross lanes without the module's Float16/Int8/Int16 capability";
   if (inst.opcode == spv::Op::OpCooperativeMatrixReduceEXT)
     return "the register reduction has no plan for this reduction mode and shape";
+  if (inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT || inst.opcode == spv::Op::OpCooperativeMatrixPerElementOpEXT)
+    return "";  // its layouts are all there: nothing at this size
   if (const auto costs = DeclinedExchangeCost(c, inst))
     return "its register move is exchanges costing about " + std::to_string(costs->first) +
            " instructions per lane, more than the Workgroup round trip's " + std::to_string(costs->second) +

@@ -161,6 +161,11 @@ LowerCase LayerCase(uint32_t selector, std::span<const uint32_t> words) {
     c.options.minSubgroupSize = sizes.front();
     c.options.specializationPending = !c.pipelineTime;  // as the layer lowers at module time
     c.options.registerMovesWithShuffles = random() % 2;
+    // The exchange planner's AMD form (both halves across lane bits 0-3) and a round trip
+    // that wins some moves, so both routes of each move are reached.
+    c.options.foldedShuffleLaneBits = random() % 2 ? 0xF : 0;
+    if (random() % 2)
+      for (uint32_t size : sizes) c.options.roundTripCost[size] = static_cast<uint32_t>(random() % 32);
     c.options.subgroupExtendedTypes = random() % 2;
     c.options.sharedMemoryPool = random() % 2 ? 131072 : 0;
   }
