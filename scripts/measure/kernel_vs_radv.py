@@ -14,6 +14,11 @@ required subgroup size, reads ACO's statistics of three compilations:
            SPV_EXT_cooperative_matrix_maintenance1 -> SPV_NV_cooperative_matrix2),
            which the layer hands down untouched, on RADV with radv_cooperative_matrix2_nv=true
 
+--external NAME=PATH[:DEFINE,...] (repeatable) adds a kernel that is not in this repository
+(llama.cpp's gated_delta_net_cm.comp, docs/performance.md): compiled at each size with
+-DSUBGROUP_SIZE=<size> and the defines, kept at its own local size, and respelled NV whole
+(it must use no GetCoordinate and no transpose), so its one module is measured all three ways.
+
 GetCoordinate and the transpose have no NV spelling, so the comparison uses each
 kernel's NV_COMPARABLE variant (shared/buffer round trips instead); the unmodified
 kernels are measured through the layer too. Every module runs at four subgroups of
@@ -53,6 +58,9 @@ def kernels():
             out.append((f"gla_{t}_d{d}", "kernel_gla.comp", defs))
     out.append(("trsv", "kernel_trsv.comp", []))
     return out
+
+
+EXTERNAL = []  # (name, path, defines) from --external
 
 
 def compile_glsl(source, defines, path):
@@ -129,6 +137,12 @@ def build_modules(out, size):
             write_words(os.path.join(ext, f"{variant}.spv"), words)
             if extra:
                 write_words(os.path.join(nv, f"{variant}.spv"), respell_nv(words))
+    for name, path, defines in EXTERNAL:  # one module, NV-comparable as it is
+        compiled = os.path.join(src, f"{name}.spv")
+        compile_glsl(os.path.abspath(path), defines + [f"SUBGROUP_SIZE={size}"], compiled)
+        words = read_words(compiled)
+        write_words(os.path.join(ext, f"{name}_nvc.spv"), words)
+        write_words(os.path.join(nv, f"{name}_nvc.spv"), respell_nv(words))
     return ext, nv
 
 
@@ -175,7 +189,7 @@ def table(results, gpus, sizes):
     print("| gpu | kernel | wave | way | " + " | ".join(c for c, _ in COLUMNS) + " | instr ÷ nv | inv.thr ÷ nv |")
     print("|" + "---|" * (6 + len(COLUMNS)))
     for gpu in gpus:
-        for name, _, _ in kernels():
+        for name, _, _ in kernels() + EXTERNAL:
             for size in sizes.split(","):
                 for module in (name + "_nvc", name):
                     nv_row = results[gpu]["nv"].get((name + "_nvc", size))
@@ -200,7 +214,12 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "build-tmp", "kernel_vs_radv"))
     parser.add_argument("--gpus", default="navi31,gfx1201")
     parser.add_argument("--sizes", default="32,64")
+    parser.add_argument("--external", action="append", default=[], metavar="NAME=PATH[:DEFINE,...]")
     args = parser.parse_args()
+    for spec in args.external:
+        name, rest = spec.split("=", 1)
+        path, _, defines = rest.partition(":")
+        EXTERNAL.append((name, path, [d for d in defines.split(",") if d]))
     opbench = os.path.join(args.build, "samples", "opbench", "opbench")
     os.environ["VK_ADD_LAYER_PATH"] = os.path.join(args.build, "layer")
     os.environ.setdefault("XDG_RUNTIME_DIR", args.build)
