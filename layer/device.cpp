@@ -285,6 +285,10 @@ VkResult FinishDevice(InstanceData& instance, VkPhysicalDevice physicalDevice, c
     data->lowerOptions.subgroupExecutionBarriers = data->physicalDevice.driverId != VK_DRIVER_ID_MESA_LLVMPIPE;
     if (const std::optional<DriverFamily> family = RecognizedFamily(*data))
       ApplyMeasuredCosts(*family, data->lowerOptions);
+    if (instance.settings.registerMoves) {  // lowering=registers: the measured costs' choice overruled
+      data->lowerOptions.registerMovesWithShuffles = true;
+      data->lowerOptions.roundTripCost.clear();
+    }
     data->optionsFingerprint = OptionsFingerprint(data->physicalDevice, data->lowerOptions);
     const InstanceData* owner = &instance;
     data->loweringCache = std::make_unique<LoweringCache>(

@@ -28,6 +28,7 @@ struct Settings {
   bool shaderCache = true;     // keep pipeline-time lowerings on disk (always in memory)
   uint64_t shaderCacheMaxSize = uint64_t{1} << 30;  // shader_cache_max_size: the disk cache's limit (LRU)
   bool portableOnly = false;   // lowering=portable: never use the register path
+  bool registerMoves = false;  // lowering=registers: register moves wherever planned, whatever the measured costs
   // builtin_layouts=<family>: where the probe reads nothing, this family's table
   // whatever the driver and its version (compile-only lanes on Mesa's drm-shim,
   // where nothing executes; wrong layouts compute wrong results on real hardware).

@@ -27,20 +27,22 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
       // An XOR shuffle within a row of 16 lanes is a DPP operand of the select that
       // consumes it (v_cndmask_b32_dpp quad_perm / row_xmask / row_ror): free.
       options.foldedShuffleLaneBits = 0xF;
-      // Register moves as exchanges (ExchangePlan) against the round trip, f16 16x16,
-      // ACO's instructions / inverse throughput (scripts/measure/amd_tables.py):
-      //   plan cost 12 (GFX11 w32 Acc -> B): 67 / 82 against 81 / 84
-      //   plan cost 18 (GFX11 w64 Acc -> B): 75 / 45 against 71 / 44
-      //   plan cost 20 (GFX12 w64 Acc -> A): 75 / 62 against 41 / 46
-      //   plan cost 28 (GFX12 w32 Acc -> A): 83 / 94 against 49 / 90
-      //   plan cost 32-34 (GFX11 Acc -> A): 99 / 97 and 98 / 81 against 60 / 81 and 50 / 41
-      // (RADV's own NV lowering: 81-145 / 66-185.) In a whole kernel the wave32 moves
-      // past 12 cost more than alone: the GLA chunk at D = 32 on navi31 wave32 (its
-      // A -> Acc moves, cost 20) is 1812 / 2681 with them against 2162 / 855 through the
-      // round trip (scripts/measure/kernel_vs_radv.py). The round trip wins past these
-      // costs; where its scratch would cost occupancy the budget takes exchanges anyway
-      // (lower.cpp).
-      options.roundTripCost = {{32, 12}, {64, 18}};
+      // Register moves as exchanges (ExchangePlan) against the round trip, 16x16,
+      // ACO's instructions / inverse throughput, exchanges against the round trip
+      // (scripts/measure/amd_tables.py under lowering=registers, and as shipped):
+      //   plan cost 12 (GFX11 w32 Acc f16 -> B): 67 / 82 against 81 / 84
+      //   plan cost 16 (GFX12 w64 Acc f16 -> A): 65 / 54 against 41 / 46
+      //   plan cost 18 (GFX11 w64 Acc f16 -> B): 75 / 45 against 71 / 44
+      //   plan cost 20 (GFX12 w32 Acc f16 -> A): 68 / 91 against 49 / 90
+      //   plan cost 30-32 (GFX11 Acc f16 -> A): 101 / 97 and 94 / 71 against 60 / 81 and 50 / 41
+      // (RADV's own NV lowering of these: 67-145 / 66-185, above every exchange plan's
+      // inverse throughput.) In a whole kernel the wave32 moves past 12 cost more than
+      // alone: the GLA chunk at D = 32 on navi31 wave32 (its A -> Acc moves) is
+      // 1812 / 2681 with them against 2162 / 855 through the round trip
+      // (scripts/measure/kernel_vs_radv.py). The round trip wins past these costs;
+      // where its scratch would cost occupancy the budget takes exchanges anyway
+      // (lower.cpp), and lowering=registers takes them everywhere.
+      options.roundTripCost = {{32, 12}, {64, 15}};
       // RADV runs compute in WGP mode: the WGP's 128 KiB of LDS is shared by the
       // workgroups resident on it (a workgroup may use up to 64 KiB).
       options.sharedMemoryPool = 128 * 1024;

@@ -186,6 +186,23 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
         }
         break;
       }
+      case Kind::LaneSwap: {
+        // Lanes whose two bits differ take every word from lane L ^ both bits; the
+        // received word is the select's when-false operand, where AMD folds it (DPP).
+        const uint32_t both = mask | 1u << stage.otherLaneBit;
+        const uint32_t differ = b.And(b.Xor(b.ShiftRight(fs.lane, b.U(stage.laneBit)), b.ShiftRight(fs.lane, b.U(stage.otherLaneBit))),
+                                      b.U(1));
+        const uint32_t same = b.Emit(spv::Op::OpIEqual, t.Bool(), {differ, b.U(0)});
+        next.resize(n);
+        std::vector<uint32_t> all(n);
+        for (uint32_t e = 0; e < n; ++e) all[e] = e;
+        for (const auto& group : Groups(all, perWord, pairBits[s])) {
+          const uint32_t word = pack(v, group);
+          const auto kept = packer.Unpack(select(same, word, ShuffleXor(b, word, both)), group.size());
+          for (size_t i = 0; i < group.size(); ++i) next[group[i]] = kept[i];
+        }
+        break;
+      }
       case Kind::Drop: {
         // Keep the elements whose index bit equals the lane bit; the bit is removed.
         const uint32_t k = 1u << stage.indexBit;

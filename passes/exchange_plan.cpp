@@ -35,8 +35,12 @@ State WithLaneToken(State s, uint32_t j, uint32_t token) { return (s & ~(0xFu <<
 
 struct Step {
   Kind kind;
-  uint32_t laneBit, token;  // token: the index bit's coordinate taken (Swap, Drop)
+  uint32_t laneBit, token;  // token: the index bit's coordinate taken (Swap, Drop); LaneSwap: the other lane bit
 };
+
+// Whether an exchange between lanes L and L ^ mask of two lane bits is one instruction
+// on AMD (DPP within 16 lanes, v_permlanex16 across them), not bit 5 with another.
+bool CheapLaneSwap(uint32_t j, uint32_t k) { return j != k && j != 5 && k != 5; }
 
 struct Visit {
   uint64_t cost;
@@ -90,6 +94,7 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
   auto words = [&](uint32_t values) { return (values + perWord - 1) / perWord; };
   auto wordsSent = [&](const Step& step, uint32_t n) {
     const bool folded = foldedLaneBits >> step.laneBit & 1;
+    if (step.kind == Kind::LaneSwap) return words(n);
     return step.kind == Kind::Swap ? (folded ? 2 : 1) * words(n / 2) : step.kind == Kind::Replicate ? words(n) : 0;
   };
   auto costOf = [&](const Step& step, uint32_t n) -> uint64_t {
@@ -97,6 +102,10 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
       case Kind::Swap: return (foldedLaneBits >> step.laneBit & 1 ? 2 : 4) * words(n / 2);
       case Kind::Replicate: return 3 * words(n);
       case Kind::Drop: return words(n / 2);
+      case Kind::LaneSwap: {  // the exchange and a select per word, or the select alone with the exchange folded in
+        const uint32_t both = 1u << step.laneBit | 1u << step.token;
+        return ((both & ~foldedLaneBits) == 0 ? 1 : 2) * words(n);
+      }
     }
     return 0;
   };
@@ -104,11 +113,12 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
   uint32_t goalIndex = (1u << tokens) - 1;
   for (uint32_t j = 0; j < laneBits; ++j)
     if (LaneToken(goal, j) != kReplica) goalIndex &= ~(1u << LaneToken(goal, j));
-  // A* with the number of wrong lane bits as the bound (each needs a step of cost 1 at least).
+  // A* with half the number of wrong lane bits as the bound (a step costs 1 at least
+  // and fixes two lane bits at most).
   auto bound = [&](State s) {
     uint64_t wrong = 0;
     for (uint32_t j = 0; j < laneBits; ++j) wrong += LaneToken(s, j) != LaneToken(goal, j);
-    return wrong;
+    return (wrong + 1) / 2;
   };
   std::unordered_map<State, Visit> visits{{source, {0, source, {}}}};
   using Entry = std::pair<uint64_t, State>;
@@ -156,6 +166,13 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
       for (uint32_t t = 0; t < tokens; ++t)
         if ((inIndex >> t & 1) && (goalIndex >> t & 1)) relax(WithLaneToken(state, j, t), {kind, j, t});
     }
+    // Two lane bits that hold each other's goal (or one the other's) trade in one stage.
+    for (uint32_t j = 0; j < laneBits; ++j)
+      for (uint32_t k = j + 1; k < laneBits; ++k) {
+        const uint32_t a = LaneToken(state, j), z = LaneToken(state, k);
+        if (a == z || !CheapLaneSwap(j, k) || (a != LaneToken(goal, k) && z != LaneToken(goal, j))) continue;
+        relax(WithLaneToken(WithLaneToken(state, j, z), k, a), {Kind::LaneSwap, j, k});
+      }
   }
   if (!found) return std::nullopt;
 
@@ -193,6 +210,10 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
         n /= 2;
         break;
       }
+      case Kind::LaneSwap:
+        plan.stages.push_back({Kind::LaneSwap, step.laneBit, 0, step.token});
+        lanes = WithLaneToken(WithLaneToken(lanes, step.laneBit, LaneToken(lanes, step.token)), step.token, held);
+        continue;
     }
     lanes = WithLaneToken(lanes, step.laneBit, step.kind == Kind::Replicate ? kReplica : step.token);
   }

@@ -228,10 +228,12 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
     s.route = Route::Scalars;
   }
   if (s.registers) return s;
-  // Element-wise conversion during a register move, when the module may convert the scalars.
+  // Element-wise conversion during a register move, when the module may convert the
+  // scalars; exchanges move the narrower of the two types (RegisterMove converts first
+  // when that is the destination's).
   if (CanConvertScalars(c, from.componentType, to.componentType)) {
-    if (auto plan = PlanRegisterMove(c, fromLayout, toLayout, transpose);
-        plan && (!plan->NeedsShuffle() || c.options.registerMovesWithShuffles)) {
+    const uint32_t narrower = t.ScalarWidth(to.componentType) < t.ScalarWidth(from.componentType) ? to.componentType : from.componentType;
+    if (auto plan = MovePlan(c, fromLayout, toLayout, transpose, narrower, s.declinedExchanges)) {
       s.route = Route::Scalars;
       s.registers = plan;
     }
@@ -240,12 +242,15 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
 }
 
 // Moves `value` of type `from` into a `to` matrix in registers; `convert`, when
-// not OpNop, converts each element (OpBitcast for a signedness change). Narrow
-// sources converted to 32 bits are converted before they cross lanes.
+// not OpNop, converts each element (OpBitcast for a signedness change), before the
+// move or after it as `early` below says.
 uint32_t RegisterMove(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& from, const CoopMatType& to,
                       const GatherPlan& plan, spv::Op convert, uint32_t resultId, bool saturate = false) {
   TypeManager& t = b.types();
-  const bool early = convert != spv::Op::OpNop && t.ScalarWidth(from.componentType) < 32 && t.ScalarWidth(to.componentType) == 32;
+  // Exchanges move the narrower type (packed words); a gather converts narrow sources
+  // to 32 bits before they cross lanes.
+  const uint32_t fromWidth = t.ScalarWidth(from.componentType), toWidth = t.ScalarWidth(to.componentType);
+  const bool early = convert != spv::Op::OpNop && (plan.exchanges ? toWidth < fromWidth : fromWidth < 32 && toWidth == 32);
   std::map<uint32_t, uint32_t> extracted;
   auto element = [&](uint32_t i) {
     auto it = extracted.find(i);

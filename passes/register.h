@@ -98,13 +98,18 @@ uint32_t EncodedShuffle(Builder& b, uint32_t value, const std::function<uint32_t
 //              bit a replica: every element travels (GFX11's A/B replicas).
 //   Drop:      a replica lane bit takes index bit `indexBit`'s coordinate: each lane
 //              keeps the half of its elements its lane bit selects (no exchange).
+//   LaneSwap:  lane bits `laneBit` and `otherLaneBit` trade coordinates: lanes whose
+//              two bits differ exchange every word with lane L ^ both bits (a cycle
+//              among lane bits in one stage; never a mask with bit 5 and another, which
+//              AMD has no single instruction for).
 // Narrow values travel packed, two or four per 32-bit word. After the stages the
 // destination element r is element order[r] (index bits renamed for free).
 struct ExchangeStage {
-  enum class Kind { Swap, Replicate, Drop };
+  enum class Kind { Swap, Replicate, Drop, LaneSwap };
   Kind kind = Kind::Swap;
   uint32_t laneBit = 0;
-  uint32_t indexBit = 0;  // Swap, Drop
+  uint32_t indexBit = 0;      // Swap, Drop
+  uint32_t otherLaneBit = 0;  // LaneSwap
 };
 struct ExchangePlan {
   std::vector<ExchangeStage> stages;

@@ -56,7 +56,7 @@ struct Options {
 };
 
 constexpr const char* kUsage =
-    "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable] [--builtin-layouts FAMILY]\n"
+    "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable|registers] [--builtin-layouts FAMILY]\n"
     "                        [--layouts FILE] [--shapes all|listed] [--filter TEXT] [--list] [--dump-dir DIR]\n"
     "                        [--verbose]\n"
     "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
@@ -64,7 +64,8 @@ constexpr const char* kUsage =
     "reference. Exit status: 0 all passed, 1 a failure, 2 nothing could be tested or bad arguments.\n"
     "  --device N             only device N (vkEnumeratePhysicalDevices order, as listed)\n"
     "  --json FILE            also write the whole report as JSON (attach it to a bug report)\n"
-    "  --lowering ROUTE       only that route (default: both)\n"
+    "  --lowering ROUTE       only that route (default: auto and portable; registers: as auto,\n"
+    "                         conversions in registers even where the round trip is cheaper)\n"
     "  --builtin-layouts F    use the layer's built-in table of family F (lavapipe, radv-gfx11, radv-gfx12,\n"
     "                         cdna-mfma, nvidia-mma) instead of the probed layouts: checks a table on a device\n"
     "  --layouts FILE         use the layouts in FILE (the text form coopmat-info --layouts writes) instead\n"
@@ -94,7 +95,7 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.device = static_cast<int>(n);
     } else if (arg == "--json" && value(v)) {
       o.json = v;
-    } else if (arg == "--lowering" && value(v) && (v == "auto" || v == "portable")) {
+    } else if (arg == "--lowering" && value(v) && (v == "auto" || v == "portable" || v == "registers")) {
       o.routes = {v};
     } else if (arg == "--builtin-layouts" && value(v)) {
       o.builtinLayouts = v;

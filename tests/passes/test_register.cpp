@@ -550,7 +550,7 @@ TEST_CASE("register coordinates: the emitted lane arithmetic matches every built
 // only constant single-bit XOR shuffles, as many as the plan says, whether exchanges
 // across lane bits 0-3 send one element of each pair or both (AMD's folded DPP).
 TEST_CASE("register path: exchange stages bring every element to its place", "[register]") {
-  size_t planned = 0, gfx11Wave32AccToA = 0, replicated = 0, dropped = 0;
+  size_t planned = 0, gfx11Wave32AccToA = 0, replicated = 0, dropped = 0, laneSwaps = 0;
   for (auto family : {coopmat::DriverFamily::Lavapipe, coopmat::DriverFamily::RadvGfx11, coopmat::DriverFamily::RadvGfx12,
                       coopmat::DriverFamily::CdnaMfma, coopmat::DriverFamily::NvidiaMma})
     for (uint32_t size : {8u, 32u, 64u}) {
@@ -571,9 +571,9 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
                                              << "-bit values, folded lane bits " << folded);
               std::string stages;
               for (const auto& stage : plan->exchanges->stages)
-                stages += std::string(" ") + "SRD"[static_cast<int>(stage.kind)] + std::to_string(stage.laneBit) + "/" +
-                          std::to_string(stage.indexBit);
-              INFO("stages (Swap, Replicate, Drop lane bit / index bit):" << stages);
+                stages += std::string(" ") + "SRDL"[static_cast<int>(stage.kind)] + std::to_string(stage.laneBit) + "/" +
+                          std::to_string(stage.kind == coopmat::ExchangeStage::Kind::LaneSwap ? stage.otherLaneBit : stage.indexBit);
+              INFO("stages (Swap, Replicate, Drop lane bit / index bit; LaneSwap lane bits):" << stages);
               ++planned;
               for (const auto& stage : plan->exchanges->stages) {
                 replicated += stage.kind == coopmat::ExchangeStage::Kind::Replicate;
@@ -627,7 +627,13 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
                   ++shuffles;
                   const auto mask = types.ConstantValue(inst.operands.back());
                   REQUIRE(mask);
-                  CHECK(std::popcount(*mask) == 1);
+                  // One lane bit, or two for a lane swap (never bit 5 with another).
+                  CHECK(std::popcount(*mask) >= 1);
+                  CHECK(std::popcount(*mask) <= 2);
+                  if (std::popcount(*mask) == 2) {
+                    CHECK((*mask & 32) == 0);
+                    ++laneSwaps;
+                  }
                 }
                 CHECK(shuffles == plan->exchanges->words);
               }
@@ -636,6 +642,7 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
   CHECK(gfx11Wave32AccToA > 0);
   CHECK(replicated > 0);
   CHECK(dropped > 0);
+  CHECK(laneSwaps > 0);
   CHECK(planned > 100);
 }
 

@@ -83,7 +83,12 @@ def main():
         # The report without the layers' info lines (the virtual device's are in its log).
         report = "\n".join(l for l in out.splitlines()
                            if not l.startswith(("coopmat-maintenance1: info:", "virtual device: pipeline ")))
-        sys.exit("\n".join(problems) + f"\n--- seed {seed}, log {log}; output:\n" + report[-30000:])
+        # Catch2's failed assertions first: a long report's tail alone can leave them out (the
+        # campaign's radv-gfx11-wave64 lane once said "1 failed" and showed only warnings).
+        failed = "\n".join(block for block in re.split(r"\n(?=-{20,}\n.*\n(?:.*\n)?-{20,}\n)", run.stdout)
+                           if re.search(r"FAILED|unexpected exception|fatal error", block))
+        sys.exit("\n".join(problems) + f"\n--- seed {seed}, log {log}; failed assertions:\n" + failed[-20000:] +
+                 "\n--- output:\n" + report[-20000:])
     print("\n".join(totals))
     print(f"{len(rewritten)} pipelines rewritten by the virtual device, {past_length} element accesses past a "
           f"matrix's length (another subgroup size's code), 0 faults")
