@@ -97,7 +97,7 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
     if (step.kind == Kind::LaneSwap) return words(n);
     return step.kind == Kind::Swap ? (folded ? 2 : 1) * words(n / 2) : step.kind == Kind::Replicate ? words(n) : 0;
   };
-  auto costOf = [&](const Step& step, uint32_t n) -> uint64_t {
+  auto exchangeCost = [&](const Step& step, uint32_t n) -> uint64_t {
     switch (step.kind) {
       case Kind::Swap: return (foldedLaneBits >> step.laneBit & 1 ? 2 : 4) * words(n / 2);
       case Kind::Replicate: return 3 * words(n);
@@ -108,6 +108,13 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
       }
     }
     return 0;
+  };
+
+  // 8-bit values also cost their unpacking and repacking around each exchange (a
+  // byte extract and insert per value: ACO has no 8-bit halves to select as for 16 bits).
+  const uint32_t repack = perWord == 4 ? 6 : 0;
+  auto costOf = [&](const Step& step, uint32_t n) -> uint64_t {
+    return exchangeCost(step, n) + repack * wordsSent(step, n);
   };
 
   uint32_t goalIndex = (1u << tokens) - 1;
