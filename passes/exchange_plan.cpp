@@ -1,6 +1,6 @@
 // The exchange planner (see register.h, ExchangePlan): the cheapest sequence of
-// swaps, replications and drops that gives every lane bit the coordinate bit the
-// destination wants there. Index bits can be renamed for free (which register holds
+// swaps, replications, drops and lane swaps that gives every lane bit the coordinate
+// bit the destination wants there. Index bits can be renamed for free (which register holds
 // which element), so a state is only what each lane bit holds, and the index bits
 // hold the rest; a shortest-path search over those states finds the plan.
 #include <algorithm>
@@ -18,6 +18,10 @@ namespace {
 using Kind = ExchangeStage::Kind;
 constexpr uint32_t kReplica = 0xF;  // a lane bit that holds no coordinate bit
 constexpr uint32_t kMaxLaneBits = 7;
+// States a search may expand before it gives up (the move keeps its other routes): a
+// bound on the time a layout file's odd layouts can cost; the built-in pairs need
+// hundreds at most.
+constexpr size_t kMaxExpansions = 200000;
 
 // A coordinate bit as a token: row bits first, then column bits; kReplica for a
 // lane bit that maps to nothing, nullopt for one that maps to several.
@@ -132,7 +136,8 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> open;
   open.push({bound(source), source});
   bool found = false;
-  while (!open.empty()) {
+  size_t expanded = 0;
+  while (!open.empty() && expanded < kMaxExpansions) {
     const State state = open.top().second;
     const uint64_t cost = visits[state].cost;
     const bool stale = open.top().first != cost + bound(state);
@@ -142,6 +147,7 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
       found = true;
       break;
     }
+    ++expanded;
     const uint32_t n = elementsOf(state);
     uint32_t inIndex = (1u << tokens) - 1;
     for (uint32_t j = 0; j < laneBits; ++j)
