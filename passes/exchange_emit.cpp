@@ -38,12 +38,18 @@ class WordPacker {
       if (same) return first->second.first;
     }
     values.resize(perWord_, values[0]);
-    return b_.Emit(spv::Op::OpBitcast, t.Uint(), {b_.Emit(spv::Op::OpCompositeConstruct, vectorType_, values)});
+    const uint32_t vector = b_.Emit(spv::Op::OpCompositeConstruct, vectorType_, values);
+    // Signed 8/16-bit vectors through a signed word: GLSL's pack32 of an i8vec4 is an
+    // int (SPIRV-Cross writes it so, and glslang rejects it as a uint).
+    if (t.IsSignedInt(valueType_)) return b_.Emit(spv::Op::OpBitcast, t.Uint(), {b_.Emit(spv::Op::OpBitcast, t.Int(32, true), {vector})});
+    return b_.Emit(spv::Op::OpBitcast, t.Uint(), {vector});
   }
   std::vector<uint32_t> Unpack(uint32_t word, size_t count) {
     TypeManager& t = b_.types();
     if (perWord_ == 1) return {valueType_ == t.Uint() ? word : b_.Emit(spv::Op::OpBitcast, valueType_, {word})};
-    const uint32_t vector = b_.Emit(spv::Op::OpBitcast, vectorType_, {word});
+    const uint32_t vector = t.IsSignedInt(valueType_)
+                                ? b_.Emit(spv::Op::OpBitcast, vectorType_, {b_.Emit(spv::Op::OpBitcast, t.Int(32, true), {word})})
+                                : b_.Emit(spv::Op::OpBitcast, vectorType_, {word});
     std::vector<uint32_t> out;
     for (uint32_t i = 0; i < count; ++i) {
       out.push_back(b_.Emit(spv::Op::OpCompositeExtract, valueType_, {vector, i}));
