@@ -73,10 +73,12 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     if (auto l = ParseLogLevel(value)) out.settings.logLevel = *l; else bad();
   } else if (key == "lowering") {
     const std::string v = Lower(Trim(value));
-    if (v == "portable") out.settings.portableOnly = true, out.settings.registerMoves = false;
-    else if (v == "auto") out.settings.portableOnly = false, out.settings.registerMoves = false;
-    else if (v == "registers") out.settings.portableOnly = false, out.settings.registerMoves = true;
-    else bad();
+    if (v == "auto" || v == "portable" || v == "registers") {
+      out.settings.portableOnly = v == "portable";
+      out.settings.registerMoves = v == "registers";
+    } else {
+      bad();
+    }
   } else if (key == "builtin_layouts") {
     const std::string v = Lower(Trim(value));
     out.settings.builtinLayouts.reset();

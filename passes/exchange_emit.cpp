@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <numeric>
 
 namespace coopmat {
 namespace {
@@ -109,6 +110,13 @@ std::vector<std::vector<uint32_t>> Groups(const std::vector<uint32_t>& all, uint
   return groups;
 }
 
+// 0, 1, ..., count - 1.
+std::vector<uint32_t> Elements(uint32_t count) {
+  std::vector<uint32_t> all(count);
+  std::iota(all.begin(), all.end(), 0u);
+  return all;
+}
+
 }  // namespace
 
 uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
@@ -140,7 +148,6 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
   for (uint32_t i = 0; i < plan.sourceLength; ++i) v.push_back(value(i));
   for (size_t s = 0; s < x.stages.size(); ++s) {
     const ExchangeStage& stage = x.stages[s];
-    const uint32_t set = laneBit(stage.laneBit, true), clear = laneBit(stage.laneBit, false);
     const uint32_t mask = 1u << stage.laneBit;
     const uint32_t n = static_cast<uint32_t>(v.size());
     std::vector<uint32_t> next;
@@ -151,6 +158,7 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
         // folded lane bit both travel, each exchange inside the select that keeps it.
         const uint32_t k = 1u << stage.indexBit;
         const bool folded = x.foldedLaneBits >> stage.laneBit & 1;
+        const uint32_t set = laneBit(stage.laneBit, true), clear = laneBit(stage.laneBit, false);
         std::vector<uint32_t> low;
         for (uint32_t e = 0; e < n; ++e)
           if (!(e & k)) low.push_back(e);
@@ -177,10 +185,9 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
       }
       case Kind::Replicate: {
         // Element e with the new top bit equal to the lane bit is this lane's own.
+        const uint32_t set = laneBit(stage.laneBit, true), clear = laneBit(stage.laneBit, false);
         next.resize(2 * n);
-        std::vector<uint32_t> all(n);
-        for (uint32_t e = 0; e < n; ++e) all[e] = e;
-        for (const auto& group : Groups(all, perWord, pairBits[s])) {
+        for (const auto& group : Groups(Elements(n), perWord, pairBits[s])) {
           const uint32_t word = pack(v, group);
           const uint32_t received = ShuffleXor(b, word, mask);
           const auto whenClear = packer.Unpack(select(clear, word, received), group.size());
@@ -200,9 +207,7 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
                                       b.U(1));
         const uint32_t same = b.Emit(spv::Op::OpIEqual, t.Bool(), {differ, b.U(0)});
         next.resize(n);
-        std::vector<uint32_t> all(n);
-        for (uint32_t e = 0; e < n; ++e) all[e] = e;
-        for (const auto& group : Groups(all, perWord, pairBits[s])) {
+        for (const auto& group : Groups(Elements(n), perWord, pairBits[s])) {
           const uint32_t word = pack(v, group);
           const auto kept = packer.Unpack(select(same, word, ShuffleXor(b, word, both)), group.size());
           for (size_t i = 0; i < group.size(); ++i) next[group[i]] = kept[i];
@@ -212,10 +217,9 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
       case Kind::Drop: {
         // Keep the elements whose index bit equals the lane bit; the bit is removed.
         const uint32_t k = 1u << stage.indexBit;
+        const uint32_t set = laneBit(stage.laneBit, true);
         next.resize(n / 2);
-        std::vector<uint32_t> all(n / 2);
-        for (uint32_t e = 0; e < n / 2; ++e) all[e] = e;
-        for (const auto& group : Groups(all, perWord, pairBits[s])) {
+        for (const auto& group : Groups(Elements(n / 2), perWord, pairBits[s])) {
           std::vector<uint32_t> inputs;
           for (uint32_t e : group) inputs.push_back(SpreadBits(e, k));
           const auto kept = packer.Unpack(select(set, pack(v, inputs, k), pack(v, inputs)), group.size());

@@ -155,15 +155,12 @@ bool SignednessOnly(TypeManager& t, uint32_t a, uint32_t b) {
   return a != b && t.IsIntType(a) && t.IsIntType(b) && t.ScalarWidth(a) == t.ScalarWidth(b);
 }
 
-}  // namespace
-
+// What the Workgroup round trip costs at the plan's subgroup size (LowerOptions::roundTripCost).
 std::optional<uint32_t> RoundTripCost(const Context& c, const GatherPlan& plan) {
   const auto it = c.options.roundTripCost.find(1u << plan.laneBits);
   if (it == c.options.roundTripCost.end()) return std::nullopt;
   return it->second;
 }
-
-namespace {
 
 // A register move's plan when the shuffled values can cross lanes; `shuffled` is
 // the scalar type that moves.

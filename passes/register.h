@@ -156,8 +156,6 @@ bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueT
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
 
-// What the Workgroup round trip costs at the plan's subgroup size (LowerOptions::roundTripCost).
-std::optional<uint32_t> RoundTripCost(const Context& c, const GatherPlan& plan);
 // The costs (exchanges, round trip) that sent the conversion `inst` through the round
 // trip at the active subgroup size; nullopt when they did not decide.
 std::optional<std::pair<uint32_t, uint32_t>> DeclinedExchangeCost(Context& c, const ir::Instruction& inst);
