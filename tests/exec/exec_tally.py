@@ -41,6 +41,12 @@ def source_commit():
     return None
 
 
+def lane_timeout():
+    """Seconds a lane's program may run: 840 (under ctest's 900), or $COOPMAT_LANE_TIMEOUT
+    (scripts/virtual-campaign: whole lanes with LLVM's optimizations on take longer)."""
+    return int(os.environ.get("COOPMAT_LANE_TIMEOUT") or 840)
+
+
 def lane_seed(lane, commit=None):
     """The sample's seed for a lane name, and with a commit for that commit too: a lane draws
     the same sample for one commit and another for the next, so CI's holes move."""

@@ -19,7 +19,8 @@ import shutil
 import subprocess
 import sys
 
-from exec_tally import check_suite, lane_seed, read_cells, read_tally, report_cells, sample_setting, write_summary_line
+from exec_tally import (check_suite, lane_seed, lane_timeout, read_cells, read_tally, report_cells, sample_setting,
+                         write_summary_line)
 
 LAVAPIPE_PROFILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "virtual", "profiles", "lavapipe.txt")
 
@@ -34,7 +35,7 @@ def main():
     print(f"lane {lane}: {fraction} of the runs, one of each group at least, seed {seed} "
           f"(COOPMAT_EXEC_SAMPLE={setting})", flush=True)
     run = subprocess.run([program, *args], env=dict(os.environ, COOPMAT_EXEC_SAMPLE=setting), capture_output=True,
-                         text=True, timeout=840)
+                         text=True, timeout=lane_timeout())
     out = run.stdout + run.stderr
     ran, not_run = read_tally(out)
     cells = read_cells(out)

@@ -29,8 +29,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "exec"))
-from exec_tally import (check_suite, lane_seed, read_cells, read_tally, report_cells, sample_setting,  # noqa: E402
-                        source_commit, write_summary_line)
+from exec_tally import (check_suite, lane_seed, lane_timeout, read_cells, read_tally, report_cells,  # noqa: E402
+                        sample_setting, source_commit, write_summary_line)
 
 
 def main():
@@ -55,7 +55,7 @@ def main():
           f"COOPMAT_VIRTUAL_SEED={seed} draws it again)", flush=True)
     drawn = [l for l in open(profile) if l.startswith("# Drawn")]  # a random profile says how to draw it again
     print("".join(drawn), end="", flush=True)
-    run = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=840)
+    run = subprocess.run([binary, *args], env=env, capture_output=True, text=True, timeout=lane_timeout())
     out = run.stdout + run.stderr
     lines = open(log).read().splitlines() if os.path.exists(log) else []
     rewritten = [l for l in lines if l.startswith("pipeline profile=")]
