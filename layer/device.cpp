@@ -143,7 +143,8 @@ uint64_t OptionsFingerprint(const PhysicalDeviceInfo& device, const LowerOptions
   h.Add(device.vendorID).Add(device.deviceID).Add(device.deviceName);  // GPUs whose UUIDs are not filled in
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.maxTaskSharedMemoryBytes);
   h.Add(options.maxMeshSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
-  h.Add(options.registerMovesWithShuffles).Add(options.foldedShuffleLaneBits).Add(options.sharedMemoryPool).Add(options.subgroupExtendedTypes);
+  h.Add(options.registerMovesWithShuffles).Add(options.foldedShuffleLaneBits).Add(options.subgroupExtendedTypes);
+  h.Add(options.sharedMemoryPool).Add(options.sharedMemoryGranule);
   h.Add(options.subgroupExecutionBarriers);
   for (const auto& [size, cost] : options.roundTripCost) h.Add(size).Add(cost);
   for (const SupportedMatrixType& t : options.supportedMatrixTypes) h.Add(t.componentType).Add(t.use).Add(t.rows).Add(t.cols);

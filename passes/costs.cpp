@@ -46,6 +46,10 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
       // RADV runs compute in WGP mode: the WGP's 128 KiB of LDS is shared by the
       // workgroups resident on it (a workgroup may use up to 64 KiB).
       options.sharedMemoryPool = 128 * 1024;
+      // ... in blocks of 1024 bytes on RDNA2 and later (ACO reports the GLA chunk's
+      // 21632 bytes at D = 64 as 22528): with 2048 bytes of round-trip scratch it
+      // keeps its 5 workgroups per WGP, which exact bytes would have counted as 6 -> 5.
+      options.sharedMemoryGranule = 1024;
       break;
     case DriverFamily::NvidiaMma:
       // NAK (NVK compile lane, Ampere, tests/nvk): a gather with shuffles costs 229-239

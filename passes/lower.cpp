@@ -468,8 +468,12 @@ LowerResult RunCaught(std::span<const uint32_t> words, const LowerOptions& optio
   return result;
 }
 
-// Workgroups of `bytes` of shared memory that fit one processor's pool at once.
-uint64_t Resident(uint64_t pool, uint64_t bytes) { return bytes ? pool / bytes : std::numeric_limits<uint64_t>::max(); }
+// Workgroups of `bytes` of shared memory that fit one processor's pool at once, each
+// taking whole allocation blocks of `granule` bytes (0: exact).
+uint64_t Resident(uint64_t pool, uint64_t granule, uint64_t bytes) {
+  if (granule) bytes = (bytes + granule - 1) / granule * granule;
+  return bytes ? pool / bytes : std::numeric_limits<uint64_t>::max();
+}
 
 // Shared memory limits residency only when few workgroups fit: beyond this many,
 // a cooperative-matrix kernel runs out of registers or wave slots first (a 16x16 f32
@@ -487,16 +491,17 @@ LowerResult LowerWithinBudget(std::span<const uint32_t> words, const LowerOption
   if (options.registerMovesWithShuffles) return result;
   const LowerStats& s = result.stats;
   const uint64_t pool = options.sharedMemoryPool;
+  auto resident = [&](uint64_t bytes) { return Resident(pool, options.sharedMemoryGranule, bytes); };
   const bool costsOccupancy = result.ok && pool && s.moduleSharedBytes && s.scratchBytes &&
-                              Resident(pool, s.moduleSharedBytes) <= kSharedMemoryBoundWorkgroups &&
-                              Resident(pool, s.moduleSharedBytes + s.scratchBytes) < Resident(pool, s.moduleSharedBytes);
+                              resident(s.moduleSharedBytes) <= kSharedMemoryBoundWorkgroups &&
+                              resident(s.moduleSharedBytes + s.scratchBytes) < resident(s.moduleSharedBytes);
   if (!overLimit && !costsOccupancy) return result;
   LowerOptions registers = options;
   registers.registerMovesWithShuffles = true;
   LowerResult retry = RunCaught(words, registers, nullptr);
   if (!retry.ok) return result;
   const uint64_t own = s.moduleSharedBytes;  // the same module: counted only where a scratch was planned
-  const uint64_t before = Resident(pool, own + s.scratchBytes), after = Resident(pool, own + retry.stats.scratchBytes);
+  const uint64_t before = resident(own + s.scratchBytes), after = resident(own + retry.stats.scratchBytes);
   if (costsOccupancy && after <= before) return result;  // register moves would not win the workgroup back
   retry.routeNote =
       overLimit ? "conversions move in registers, not through the round trip the measured costs prefer: its scratch did not "
@@ -505,7 +510,10 @@ LowerResult LowerWithinBudget(std::span<const uint32_t> words, const LowerOption
                       std::to_string(s.scratchBytes) + " bytes of scratch next to the module's own " +
                       std::to_string(own) + " would leave room for " + std::to_string(before) +
                       " resident workgroups instead of " + std::to_string(after) + " in the " + std::to_string(pool) +
-                      " bytes one processor shares";
+                      " bytes one processor shares" +
+                      (options.sharedMemoryGranule
+                           ? " (allocated in blocks of " + std::to_string(options.sharedMemoryGranule) + " bytes)"
+                           : std::string());
   return retry;
 }
 

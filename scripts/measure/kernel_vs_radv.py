@@ -23,9 +23,14 @@ GetCoordinate and the transpose have no NV spelling, so the comparison uses each
 kernel's NV_COMPARABLE variant (shared/buffer round trips instead); the unmodified
 kernels are measured through the layer too. Every module runs at four subgroups of
 the required size (the local size fixed in the module: opbench's own spec constant
-would be one subgroup, which folds gl_SubgroupID to 0). Prints a markdown table. Measurement
-only: not part of ctest. Run inside scripts/dev after building opbench, the layer
-and (for the paths) nothing else.
+would be one subgroup, which folds gl_SubgroupID to 0). Prints a markdown table. Run
+inside scripts/dev after building opbench and the layer.
+
+--check (the AMD lane's amd.kernels) then asserts issue 32's bound: every unmodified kernel
+of this repository through the default route costs at most 1.10x the instructions and
+1.05x the inverse throughput of its own portable route and of its NV_COMPARABLE variant
+through RADV's own lowering, on every device and size; a missing row fails. --require:
+a missing shim fails instead of skipping (exit 77).
 """
 import argparse
 import csv
@@ -146,10 +151,14 @@ def build_modules(out, size):
     return ext, nv
 
 
+REQUIRE = [True]  # a missing shim: exit 77 (skipped) unless --require or outside --check
+INSTR_BOUND, THROUGHPUT_BOUND = 1.10, 1.05  # issue 32: unmodified kernels against P and NV
+
+
 def measure(opbench, gpu, sizes, modules, extra_env):
     """{(module, size): row} from one opbench --stats --modules run on the shimmed gpu."""
     with tempfile.TemporaryDirectory(prefix="coopmat-kvr-") as cache:
-        env = check_stats.shim_environment(gpu, cache, True)
+        env = check_stats.shim_environment(gpu, cache, REQUIRE[0])
         env.update(extra_env)
         proc = subprocess.run([opbench, "--stats", "--sizes", sizes, "--modules", modules], env=env,
                               capture_output=True, text=True)
@@ -208,6 +217,34 @@ def table(results, gpus, sizes):
                               " | " + " | ".join(ratios) + " |")
 
 
+def check(results, gpus, sizes):
+    """Issue 32's bound on every unmodified kernel; returns the failures."""
+    failures, checked = [], 0
+    for gpu in gpus:
+        for name, _, defines in kernels():
+            if gpu == "navi31" and "ENCODED_TYPES" in defines:
+                continue  # navi31 lists no bf16
+            for size in sizes.split(","):
+                at = f"{gpu} {name} wave{size}"
+                layer = results[gpu]["layer"].get((name, size))
+                refs = {"its portable route": results[gpu]["portable"].get((name, size)),
+                        "RADV's NV lowering of its NV_COMPARABLE variant": results[gpu]["nv"].get((name + "_nvc", size))}
+                for what, row in [("the default route", layer)] + list(refs.items()):
+                    if stat(row, "Instructions") is None:
+                        failures.append(f"{at}: no statistics for {what} ({row.get('status') if row else 'no row'})")
+                if any(f.startswith(at + ":") for f in failures):
+                    continue
+                for what, row in refs.items():
+                    for label, names, bound in (("instructions", ("Instructions",), INSTR_BOUND),
+                                                ("inverse throughput", ("Inverse Throughput",), THROUGHPUT_BOUND)):
+                        value, ref = stat(layer, *names), stat(row, *names)
+                        checked += 1
+                        if value > bound * ref:
+                            failures.append(f"{at}: {label} {value:g} > {bound:g} x {ref:g} of {what}")
+    print(f"kernel bounds: {checked} comparisons, {len(failures)} failed")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -215,7 +252,10 @@ def main():
     parser.add_argument("--gpus", default="navi31,gfx1201")
     parser.add_argument("--sizes", default="32,64")
     parser.add_argument("--external", action="append", default=[], metavar="NAME=PATH[:DEFINE,...]")
+    parser.add_argument("--check", action="store_true", help="assert issue 32's bound (exit 1 past it)")
+    parser.add_argument("--require", action="store_true", help="a missing shim fails (with --check)")
     args = parser.parse_args()
+    REQUIRE[0] = args.require or not args.check
     for spec in args.external:
         name, rest = spec.split("=", 1)
         path, _, defines = rest.partition(":")
@@ -234,6 +274,11 @@ def main():
                 measure(opbench, gpu, size, ext, {"VK_COOPMAT_MAINTENANCE1_LOWERING": "portable"}))
             results[gpu]["nv"].update(measure(opbench, gpu, size, nv, {"radv_cooperative_matrix2_nv": "true"}))
     table(results, gpus, args.sizes)
+    if args.check:
+        failures = check(results, gpus, args.sizes)
+        for f in failures:
+            print("FAILED: " + f)
+        return 1 if failures else 0
     return 0
 
 

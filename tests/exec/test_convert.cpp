@@ -256,7 +256,7 @@ TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget][c
   const std::vector<uint32_t> words = LoadShader(ConvertCase{Use::Acc, T::F32, 8, 8, Use::B, T::F16, false, true, true}.Name(),
                                                  "spirv1.6");
   REQUIRE(!words.empty());
-  auto lower = [&](uint32_t pool) {
+  auto lower = [&](uint32_t pool, uint32_t granule = 0) {
     coopmat::LowerOptions o;
     o.layouts = coopmat::BuiltinLayouts(coopmat::DriverFamily::Lavapipe, 8);
     o.subgroupSizes = {8};
@@ -266,6 +266,7 @@ TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget][c
     coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, o);
     o.roundTripCost[8] = 0;  // the round trip preferred, as above
     o.sharedMemoryPool = pool;
+    o.sharedMemoryGranule = granule;
     const coopmat::LowerResult result = coopmat::LowerModule(words, o);
     INFO(result.error);
     REQUIRE(result.ok);
@@ -287,6 +288,16 @@ TEST_CASE("conversions keep the kernel's resident workgroups", "[exec][budget][c
     CHECK(result.stats.scratchBytes > 0);
     CHECK(result.routeNote.empty());
   }
+  // Allocated in blocks: in 65400 bytes two workgroups of exactly 32640 fit and one with
+  // the scratch; in 1024-byte blocks the module alone takes 32768, so one fits either way
+  // and the round trip stays (RADV's blocks: the GLA chunk at D = 64, docs/performance.md).
+  CHECK(lower(65400).stats.registerPath == 1);
+  result = lower(65400, 1024);
+  CHECK(result.stats.registerPath == 0);
+  CHECK(result.stats.scratchBytes > 0);
+  CHECK(result.routeNote.empty());
+  // Blocks that cost the workgroup are named in the note.
+  CHECK_THAT(lower(131072, 1024).routeNote, Catch::Matchers::ContainsSubstring("allocated in blocks of 1024 bytes"));
 }
 
 // Review 4b565b7 finding 19 at run time. Lavapipe runs subgroups of 8; modules

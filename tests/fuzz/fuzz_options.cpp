@@ -168,6 +168,7 @@ LowerCase LayerCase(uint32_t selector, std::span<const uint32_t> words) {
       for (uint32_t size : sizes) c.options.roundTripCost[size] = static_cast<uint32_t>(random() % 32);
     c.options.subgroupExtendedTypes = random() % 2;
     c.options.sharedMemoryPool = random() % 2 ? 131072 : 0;
+    c.options.sharedMemoryGranule = random() % 2 ? 1024 : 0;
   }
   return c;
 }

@@ -141,6 +141,10 @@ struct LowerOptions {
   // choice within the shared-memory budget"), as is one whose scratch would not fit
   // maxSharedMemoryBytes at all.
   uint32_t sharedMemoryPool = 0;
+  // The hardware allocates a workgroup's shared memory in blocks of this many bytes
+  // (RDNA2 and later: 1024), so residency counts the module's bytes rounded up to it;
+  // 0: exact bytes.
+  uint32_t sharedMemoryGranule = 0;
   // The device was created with shaderSubgroupExtendedTypes: 16-bit values cross
   // lanes as themselves. Otherwise they travel packed in 32-bit words (exact bit moves).
   bool subgroupExtendedTypes = false;
