@@ -582,6 +582,7 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
               if (family == coopmat::DriverFamily::RadvGfx11 && size == 32 && !transpose &&
                   from.key.use == coopmat::kUseAccumulator && to.key.use == coopmat::kUseA)
                 ++gfx11Wave32AccToA;
+              if ((planned - 1) % passtest::ExhaustiveStride() != 0) continue;
               // Each value is its coordinate's number (row-major in the source's shape),
               // in `width`-bit digits, one run per digit.
               const uint32_t coordinates = from.key.rows * from.key.cols;
@@ -642,7 +643,7 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
   CHECK(gfx11Wave32AccToA > 0);
   CHECK(replicated > 0);
   CHECK(dropped > 0);
-  CHECK(laneSwaps > 0);
+  if (passtest::ExhaustiveStride() == 1) CHECK(laneSwaps > 0);  // counted in the evaluated cases
   CHECK(planned > 100);
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -116,6 +117,15 @@ bool CheckCorruptedInput(const std::vector<uint32_t>& words, const coopmat::Lowe
   INFO(problem);
   CHECK(problem.empty());
   return true;
+}
+
+uint32_t ExhaustiveStride() {
+  static const uint32_t stride = [] {
+    const char* text = std::getenv("COOPMAT_PASSES_STRIDE");
+    const unsigned long value = text ? std::strtoul(text, nullptr, 10) : 1;
+    return static_cast<uint32_t>(value ? value : 1);
+  }();
+  return stride;
 }
 
 }  // namespace passtest

@@ -42,4 +42,9 @@ std::vector<uint32_t> Assemble(const std::string& text, spv_target_env env = SPV
 // Words to text with friendly names and no header. Throws when they do not disassemble.
 std::string Disassemble(const std::vector<uint32_t>& words);
 
+// The exhaustive evaluator loops check every Nth case: $COOPMAT_PASSES_STRIDE, 1 (all)
+// unless set. The sanitizer stage (scripts/test) runs the whole suite with a stride,
+// where checking every case would take ten minutes under ASan.
+uint32_t ExhaustiveStride();
+
 }  // namespace passtest
