@@ -9,11 +9,17 @@ replication on any lane bits, a subgroup size of 16, 32 or 64).
 A size given fixes the subgroup size (16: lavapipe's own subgroups of 16, several to a workgroup,
 which no fixed profile has); the layouts are still drawn.
 
-The seed is COOPMAT_VIRTUAL_PROFILE_SEED when set, else drawn; it is printed, and written into the
-profile, so a failing run can be drawn again."""
+The seed is COOPMAT_VIRTUAL_PROFILE_SEED when set (scripts/virtual-campaign draws one per
+round), else made from the commit under test and the output's name (exec_tally.lane_seed), so
+a CI run is reproducible from its commit and the next commit draws another profile; with no
+commit known, drawn. It is printed, and written into the profile, so a failing run can be
+drawn again."""
 import os
 import random
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "exec"))
+from exec_tally import lane_seed, source_commit  # noqa: E402
 
 TYPES = {"A": ["f16", "u8", "s8"], "B": ["f16", "u8", "s8"], "Acc": ["f16", "f32", "u32", "s32"]}
 CONFIGS = ["f16 f16 f32 f32", "f16 f16 f16 f16", "u8 u8 u32 u32", "s8 s8 s32 s32"]
@@ -68,7 +74,10 @@ def random_layout(rng, type_name, use, size):
 
 def main():
     out = sys.argv[1]
-    seed = int(os.environ.get("COOPMAT_VIRTUAL_PROFILE_SEED") or random.randrange(1, 2**31))
+    commit = source_commit()
+    seed = int(os.environ.get("COOPMAT_VIRTUAL_PROFILE_SEED") or
+               (lane_seed("random-profile:" + os.path.basename(out) + ":" + ",".join(sys.argv[2:]), commit) or 1
+                if commit else random.randrange(1, 2**31)))
     rng = random.Random(seed)
     size = rng.choice([16, 32, 64])  # 8 lanes would hold 32 elements each (the lavapipe profile has 8)
     if len(sys.argv) > 2:
