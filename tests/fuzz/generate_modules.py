@@ -9,7 +9,12 @@ or 1.6, and keeps the module and its spirv-opt -O variant when spirv-val accepts
 them. The outputs are libFuzzer seeds (and a corpus to replay): valid input, so
 the lower target's property "valid in, valid out" applies to every one.
 
-  generate_modules.py OUT_DIR COUNT [SEED]
+  generate_modules.py [--exec] OUT_DIR COUNT [SEED]
+
+--exec: for running, not only lowering (tests/samples/differential.cpp): the result goes to
+d[8192...], apart from the input tile at d[0...] that every subgroup of the workgroup reads,
+so that no subgroup can read another's result, and the modules are named
+exec-NNNNN.<scalar>.<env>.spv so that the runner knows the buffer's element type.
 """
 import os
 import random
@@ -55,7 +60,7 @@ SCALARS = ["float", "float16_t", "int", "uint"]
 SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
 
 
-def op(rng, rows, cols, k, halves):
+def op(rng, rows, cols, k, halves, executable=False):
     """One operation on `m` (an Accumulator rows x cols); keeps m's type. rows and
     cols are numbers or specialization constants' names, halves their halves."""
     kind = rng.choice(["perElement", "perElementMatrix", "reduce", "reduce2x2", "convertA", "convertB",
@@ -80,8 +85,10 @@ def op(rng, rows, cols, k, halves):
     if kind == "transpose":
         return (f"  {{ MAT({cols}, {rows}, gl_MatrixUseB) t{k}; coopMatTransposeEXT(t{k}, m);"
                 f" coopMatStore(t{k}, d, 4096, {rows}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
+    # Run (--exec): each invocation writes its own words, not one word from every lane.
+    slot = "outBase + gl_LocalInvocationIndex * m.length() + i" if executable else "outBase + i"
     return ("  for (uint i = 0; i < m.length(); ++i) { uvec2 rc = coopMatGetCoordinateEXT(m, i);"
-            " o[outBase + i] = rc.x * 100 + rc.y; }\n")
+            f" o[{slot}] = rc.x * 100 + rc.y; }}\n")
 
 
 def wrap(rng, body, k, spec):
@@ -100,7 +107,7 @@ def wrap(rng, body, k, spec):
     return body
 
 
-def shader(rng):
+def shader(rng, result_offset=0):
     scalar = rng.choice(SCALARS)
     rows, cols = rng.choice(SHAPES)
     spec = rng.random() < 0.35
@@ -113,9 +120,9 @@ def shader(rng):
     text = HEADER.format(constants=constants, local=rng.choice([8, 16, 32, 64]), localId=local_id, scalar=scalar,
                          rows=rows, cols=cols, outBase=out_base)
     for k in range(rng.randint(1, 6)):
-        text += wrap(rng, op(rng, rows, cols, k, halves), k, spec)
-    text += f"  coopMatStore(m, d, 0, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
-    return text
+        text += wrap(rng, op(rng, rows, cols, k, halves, result_offset != 0), k, spec)
+    text += f"  coopMatStore(m, d, {result_offset}, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
+    return text, scalar
 
 
 def run(command):
@@ -123,17 +130,23 @@ def run(command):
 
 
 def main():
-    out_dir, count = sys.argv[1], int(sys.argv[2])
-    rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+    args = sys.argv[1:]
+    executable = args[:1] == ["--exec"]
+    if executable:
+        args = args[1:]
+    out_dir, count = args[0], int(args[1])
+    rng = random.Random(int(args[2]) if len(args) > 2 else 1)
     os.makedirs(out_dir, exist_ok=True)
     kept = rejected = 0
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(count):
             source = os.path.join(tmp, "g.comp")
+            text, scalar = shader(rng, 8192 if executable else 0)
             with open(source, "w") as f:
-                f.write(shader(rng))
+                f.write(text)
             env = rng.choice(["spirv1.3", "spirv1.6"])
-            module = os.path.join(out_dir, f"gen-{i:05d}.{env}.spv")
+            name = f"exec-{i:05d}.{scalar}.{env}.spv" if executable else f"gen-{i:05d}.{env}.spv"
+            module = os.path.join(out_dir, name)
             vulkan = "vulkan1.1" if env == "spirv1.3" else "vulkan1.3"
             if not run(["glslangValidator", "-V", "--quiet", "--target-env", env, source, "-o", module]) or \
                not run(["spirv-val", "--target-env", vulkan, module]):

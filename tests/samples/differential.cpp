@@ -1,0 +1,198 @@
+// The differential stage (test audit dbb465e §0.12): modules drawn by
+// tests/fuzz/generate_modules.py --exec, each run through the layer once per lowering
+// (portable: every operation through the Workgroup scratch; auto: the register path;
+// registers: every move in registers), must leave the same buffers. The lowerings are
+// implementations of the EXT semantics written apart, so they judge each other on
+// programs nobody wrote by hand, with no CPU reference to share a misreading.
+// The inputs are small integers, so f32 sums are exact in any order: equal bits are
+// required, except for f16, whose sums of a reduction may round in another order
+// (within 1/128 of the value).
+//
+//   coopmat_differential DIR     (the environment puts the layer on the path)
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "half.h"
+#include "vulkan_app.h"
+
+namespace {
+
+// generate_modules.py --exec: the input tile at 0, the outputs at 1024 (2x2 reductions),
+// 2048 (Use conversions), 4096 (transposes) and 8192 (the result); o[] holds coordinates.
+constexpr uint32_t kDataElements = 8192 + 256;
+constexpr uint32_t kOutWords = 4096;
+const char* const kLowerings[] = {"portable", "auto", "registers"};
+
+struct Output {
+  std::vector<std::byte> data, out;
+  std::string error;
+};
+
+// The scalar type from the module's name: exec-NNNNN.<scalar>.<env>.spv[.O].
+std::string ScalarOf(const std::string& name) {
+  const size_t a = name.find('.'), b = name.find('.', a + 1);
+  return name.substr(a + 1, b - a - 1);
+}
+
+uint32_t ElementBytes(const std::string& scalar) { return scalar == "float16_t" ? 2 : 4; }
+
+// Element i of the input: a small integer in the module's scalar type.
+void FillData(const std::string& scalar, std::byte* data) {
+  for (uint32_t i = 0; i < kDataElements; ++i) {
+    const int value = static_cast<int>((i * 7) % 9) - (scalar == "uint" ? 0 : 4);
+    if (scalar == "float16_t") {
+      const uint16_t h = sample::FloatToHalf(static_cast<float>(value));
+      std::memcpy(data + 2 * i, &h, 2);
+    } else if (scalar == "float") {
+      const float f = static_cast<float>(value);
+      std::memcpy(data + 4 * i, &f, 4);
+    } else {
+      const int32_t v = value;
+      std::memcpy(data + 4 * i, &v, 4);
+    }
+  }
+}
+
+// Push constants {scalar s; uint n;}: s = 2, n = 2 (the loops run twice).
+std::vector<std::byte> PushConstants(const std::string& scalar) {
+  std::vector<std::byte> bytes(8);
+  if (scalar == "float16_t") {
+    const uint16_t h = sample::FloatToHalf(2.0f);
+    std::memcpy(bytes.data(), &h, 2);
+  } else if (scalar == "float") {
+    const float f = 2.0f;
+    std::memcpy(bytes.data(), &f, 4);
+  } else {
+    const int32_t v = 2;
+    std::memcpy(bytes.data(), &v, 4);
+  }
+  const uint32_t n = 2;
+  std::memcpy(bytes.data() + 4, &n, 4);
+  return bytes;
+}
+
+Output Run(const sample::Context& context, const std::vector<uint32_t>& words, const std::string& scalar) {
+  Output result;
+  try {
+    sample::Buffer data(context, kDataElements * ElementBytes(scalar)), out(context, kOutWords * 4);
+    FillData(scalar, data.as<std::byte>());
+    std::memset(out.data(), 0, kOutWords * 4);
+    sample::KernelOptions options;
+    options.bindings = 2;
+    options.pushConstantBytes = 8;
+    sample::Kernel kernel(context, words, options);
+    const std::vector<std::byte> push = PushConstants(scalar);
+    kernel.Record({&data, &out}, 1, 1, 1, push);
+    kernel.Run();
+    result.data.assign(data.as<std::byte>(), data.as<std::byte>() + data.size());
+    result.out.assign(out.as<std::byte>(), out.as<std::byte>() + out.size());
+  } catch (const std::exception& e) {
+    result.error = e.what();
+  }
+  return result;
+}
+
+// The first element where two runs differ beyond the scalar type's allowance, or "".
+std::string FirstDifference(const std::string& scalar, const Output& a, const Output& b) {
+  for (uint32_t i = 0; i < kOutWords; ++i)
+    if (std::memcmp(&a.out[4 * i], &b.out[4 * i], 4) != 0) {
+      uint32_t x, y;
+      std::memcpy(&x, &a.out[4 * i], 4);
+      std::memcpy(&y, &b.out[4 * i], 4);
+      return "o[" + std::to_string(i) + "]: " + std::to_string(x) + " against " + std::to_string(y);
+    }
+  const uint32_t bytes = ElementBytes(scalar);
+  for (uint32_t i = 0; i < kDataElements; ++i) {
+    if (std::memcmp(&a.data[bytes * i], &b.data[bytes * i], bytes) == 0) continue;
+    double x, y;
+    if (scalar == "float16_t") {
+      uint16_t hx, hy;
+      std::memcpy(&hx, &a.data[2 * i], 2);
+      std::memcpy(&hy, &b.data[2 * i], 2);
+      x = sample::HalfToFloat(hx);
+      y = sample::HalfToFloat(hy);
+      if (std::fabs(x - y) <= std::max(std::fabs(x), std::fabs(y)) / 128) continue;
+    } else if (scalar == "float") {
+      float fx, fy;
+      std::memcpy(&fx, &a.data[4 * i], 4);
+      std::memcpy(&fy, &b.data[4 * i], 4);
+      x = fx;
+      y = fy;
+    } else {
+      int32_t ix, iy;
+      std::memcpy(&ix, &a.data[4 * i], 4);
+      std::memcpy(&iy, &b.data[4 * i], 4);
+      x = scalar == "uint" ? static_cast<double>(static_cast<uint32_t>(ix)) : ix;
+      y = scalar == "uint" ? static_cast<double>(static_cast<uint32_t>(iy)) : iy;
+    }
+    char text[96];
+    std::snprintf(text, sizeof text, "d[%u]: %g against %g", i, x, y);
+    return text;
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: coopmat_differential DIR (modules from generate_modules.py --exec)\n");
+    return 2;
+  }
+  std::vector<std::filesystem::path> modules;
+  for (const auto& entry : std::filesystem::directory_iterator(argv[1]))
+    if (entry.path().filename().string().rfind("exec-", 0) == 0) modules.push_back(entry.path());
+  std::sort(modules.begin(), modules.end());
+  if (modules.empty()) {
+    std::fprintf(stderr, "differential: no exec-* modules in %s\n", argv[1]);
+    return 1;
+  }
+  std::map<std::string, std::unique_ptr<sample::Context>> contexts;
+  for (const char* lowering : kLowerings) {
+    sample::ContextOptions options;
+    options.appName = "coopmat-differential";
+    options.lowering = lowering;
+    contexts[lowering] = std::make_unique<sample::Context>(options);
+    if (!contexts[lowering]->maintenance1()) {
+      std::fprintf(stderr, "differential: the device offers no VK_EXT_cooperative_matrix_maintenance1 (is the layer on?)\n");
+      return 1;
+    }
+  }
+  int runs = 0, failures = 0;
+  std::map<std::string, int> perScalar;
+  for (const auto& path : modules) {
+    const std::string name = path.filename().string(), scalar = ScalarOf(name);
+    const std::vector<uint32_t> words = sample::ReadSpirv(path.string());
+    std::map<std::string, Output> outputs;
+    for (const char* lowering : kLowerings) {
+      outputs[lowering] = Run(*contexts[lowering], words, scalar);
+      ++runs;
+      if (!outputs[lowering].error.empty()) {
+        std::printf("FAILED %s (lowering=%s): %s\n", name.c_str(), lowering, outputs[lowering].error.c_str());
+        ++failures;
+      }
+    }
+    for (const char* lowering : kLowerings) {
+      if (std::string(lowering) == "portable" || !outputs[lowering].error.empty() || !outputs["portable"].error.empty())
+        continue;
+      const std::string difference = FirstDifference(scalar, outputs["portable"], outputs[lowering]);
+      if (!difference.empty()) {
+        std::printf("FAILED %s: lowering=portable and lowering=%s differ at %s\n", name.c_str(), lowering,
+                    difference.c_str());
+        ++failures;
+      }
+    }
+    ++perScalar[scalar];
+  }
+  std::printf("differential: %zu modules (", modules.size());
+  for (const auto& [scalar, count] : perScalar) std::printf("%s %d, ", scalar.c_str(), count);
+  std::printf("each under %zu lowerings): %d runs, %d failures\n", std::size(kLowerings), runs, failures);
+  return failures ? 1 : 0;
+}
