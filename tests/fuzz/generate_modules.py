@@ -9,12 +9,16 @@ or 1.6, and keeps the module and its spirv-opt -O variant when spirv-val accepts
 them. The outputs are libFuzzer seeds (and a corpus to replay): valid input, so
 the lower target's property "valid in, valid out" applies to every one.
 
-  generate_modules.py [--exec] OUT_DIR COUNT [SEED]
+  generate_modules.py [--exec] [--scalars T,...] [--shapes RxC,...] [--local N] [--without OP,...]
+                      OUT_DIR COUNT [SEED]
 
 --exec: for running, not only lowering (tests/samples/differential.cpp): the result goes to
 d[8192...], apart from the input tile at d[0...] that every subgroup of the workgroup reads,
 so that no subgroup can read another's result, and the modules are named
 exec-NNNNN.<scalar>.<env>.spv so that the runner knows the buffer's element type.
+--scalars, --shapes, --local, --without OP,...: draw only these, or not these operations (a
+device that lists only 16x16 f16 A, B and accumulators, whose subgroups are 32 or 64 lanes:
+--scalars float16_t --shapes 16x16 --local 64 --without reduce2x2, whose result is 8x8).
 """
 import os
 import random
@@ -57,14 +61,15 @@ const bool BIG = TM >= TN;
 """
 
 SCALARS = ["float", "float16_t", "int", "uint"]
+OPS = ["perElement", "perElementMatrix", "reduce", "reduce2x2", "convertA", "convertB", "transpose", "getCoordinate"]
+WITHOUT = set()  # --without: operations not drawn
 SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
 
 
 def op(rng, rows, cols, k, halves, executable=False):
     """One operation on `m` (an Accumulator rows x cols); keeps m's type. rows and
     cols are numbers or specialization constants' names, halves their halves."""
-    kind = rng.choice(["perElement", "perElementMatrix", "reduce", "reduce2x2", "convertA", "convertB",
-                       "transpose", "getCoordinate"])
+    kind = rng.choice([k for k in OPS if k not in WITHOUT])
     if kind == "perElement":
         return f"  coopMatPerElementEXT(m, m, shift, pc.s);\n"
     if kind == "perElementMatrix":
@@ -107,9 +112,9 @@ def wrap(rng, body, k, spec):
     return body
 
 
-def shader(rng, result_offset=0):
-    scalar = rng.choice(SCALARS)
-    rows, cols = rng.choice(SHAPES)
+def shader(rng, result_offset=0, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16, 32, 64)):
+    scalar = rng.choice(scalars)
+    rows, cols = rng.choice(shapes)
     spec = rng.random() < 0.35
     constants, local_id, out_base, halves = "", "", "0", (rows // 2, cols // 2)
     if spec:
@@ -117,7 +122,7 @@ def shader(rng, result_offset=0):
         local_id = ", local_size_x_id = 2" if rng.random() < 0.5 else ""
         out_base = rng.choice(["0", "OFF"])
         rows, cols, halves = "TM", "TN", ("TM2", "TN2")
-    text = HEADER.format(constants=constants, local=rng.choice([8, 16, 32, 64]), localId=local_id, scalar=scalar,
+    text = HEADER.format(constants=constants, local=rng.choice(locals_), localId=local_id, scalar=scalar,
                          rows=rows, cols=cols, outBase=out_base)
     for k in range(rng.randint(1, 6)):
         text += wrap(rng, op(rng, rows, cols, k, halves, result_offset != 0), k, spec)
@@ -131,9 +136,21 @@ def run(command):
 
 def main():
     args = sys.argv[1:]
-    executable = args[:1] == ["--exec"]
-    if executable:
-        args = args[1:]
+    executable, scalars, shapes, locals_ = False, SCALARS, SHAPES, (8, 16, 32, 64)
+    while args and args[0].startswith("--"):
+        flag = args.pop(0)
+        if flag == "--exec":
+            executable = True
+        elif flag == "--scalars":
+            scalars = args.pop(0).split(",")
+        elif flag == "--shapes":
+            shapes = [tuple(int(x) for x in s.split("x")) for s in args.pop(0).split(",")]
+        elif flag == "--without":
+            WITHOUT.update(args.pop(0).split(","))
+        elif flag == "--local":
+            locals_ = (int(args.pop(0)),)
+        else:
+            sys.exit(f"generate_modules.py: unknown option {flag}")
     out_dir, count = args[0], int(args[1])
     rng = random.Random(int(args[2]) if len(args) > 2 else 1)
     os.makedirs(out_dir, exist_ok=True)
@@ -141,7 +158,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(count):
             source = os.path.join(tmp, "g.comp")
-            text, scalar = shader(rng, 8192 if executable else 0)
+            text, scalar = shader(rng, 8192 if executable else 0, scalars, shapes, locals_)
             with open(source, "w") as f:
                 f.write(text)
             env = rng.choice(["spirv1.3", "spirv1.6"])

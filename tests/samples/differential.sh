@@ -2,21 +2,44 @@
 # Draws COUNT executable modules (tests/fuzz/generate_modules.py --exec) with a seed made
 # from the commit under test ($COOPMAT_DIFFERENTIAL_SEED repeats a draw) and runs them under
 # every lowering (coopmat_differential).
-#   differential.sh PYTHON SOURCE_DIR RUNNER WORK_DIR COUNT [--wrong-layouts INFO]
+#   differential.sh PYTHON SOURCE_DIR RUNNER WORK_DIR COUNT [--wrong-layouts INFO | --virtual PROFILE LAYER_PATH]
 # --wrong-layouts: the proof that the stage can fail. The register path is given lavapipe's
 # layouts (coopmat-info INFO) with two index bits of every accumulator swapped; the
 # portable path, which needs no layout, then disagrees with it, and the run must say so.
-python=$1 source=$2 runner=$3 work=$4 count=$5 wrong=
-[ "${6:-}" = --wrong-layouts ] && wrong=$7
+# --virtual: on the virtual device (tests/virtual) under PROFILE, the product layer above it
+# (LAYER_PATH holds both), 16x16 f16 shapes in workgroups of 64; a fault or a pipeline the
+# virtual device refused fails the run.
+python=$1 source=$2 runner=$3 work=$4 count=$5 mode=${6:-}
 seed=${COOPMAT_DIFFERENTIAL_SEED:-$("$python" -c "
 import sys; sys.path.insert(0, '$source/tests/exec')
 from exec_tally import lane_seed, source_commit
-print(lane_seed('differential', source_commit()) or 1)")}
+print(lane_seed('differential:$mode:$(basename "${7:-}")', source_commit()) or 1)")}
 echo "differential: generator seed $seed (COOPMAT_DIFFERENTIAL_SEED=$seed draws the same modules)"
 rm -rf "$work" && mkdir -p "$work" || exit 1
-"$python" "$source/tests/fuzz/generate_modules.py" --exec "$work/modules" "$count" "$seed" || exit 1
-[ -n "$wrong" ] || exec "$runner" "$work/modules"
-XDG_CACHE_HOME=$work "$wrong" --layouts "$work/probed.txt" >/dev/null || exit 1
+draw="--exec"
+[ "$mode" = --virtual ] && draw="--exec --scalars float16_t --shapes 16x16 --local 64 --without reduce2x2"
+# shellcheck disable=SC2086
+"$python" "$source/tests/fuzz/generate_modules.py" $draw "$work/modules" "$count" "$seed" || exit 1
+case $mode in
+  "") exec "$runner" "$work/modules" ;;
+  --virtual)
+    log=$work/virtual.log
+    VK_ADD_LAYER_PATH=$8 VK_INSTANCE_LAYERS=VK_LAYER_coopmat_maintenance1:VK_LAYER_COOPMAT_TEST_virtual_device \
+      COOPMAT_VIRTUAL_PROFILE=$7 COOPMAT_VIRTUAL_LOG=$log XDG_CACHE_HOME=$work "$runner" "$work/modules"
+    status=$?
+    rewritten=$(grep -c "^pipeline profile=" "$log" 2>/dev/null)
+    if grep -v "^pipeline profile=" "$log" 2>/dev/null | grep -q .; then
+      grep -v "^pipeline profile=" "$log" | head -20
+      echo "differential: the virtual device found faults or refused pipelines"
+      exit 1
+    fi
+    [ "${rewritten:-0}" -gt 0 ] || { echo "differential: the virtual device rewrote no pipeline"; exit 1; }
+    echo "differential: $rewritten pipelines rewritten by the virtual device ($(basename "$7")), 0 faults"
+    exit $status ;;
+  --wrong-layouts) ;;
+  *) echo "differential.sh: unknown mode $mode"; exit 2 ;;
+esac
+XDG_CACHE_HOME=$work "$7" --layouts "$work/probed.txt" >/dev/null || exit 1
 sed '/use=Acc/s/index=r0,r1,/index=r1,r0,/' "$work/probed.txt" > "$work/wrong.txt"
 if cmp -s "$work/probed.txt" "$work/wrong.txt"; then
   echo "differential: no accumulator layout of the form index=r0,r1,... to swap in $work/probed.txt"
