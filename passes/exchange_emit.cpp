@@ -117,6 +117,29 @@ std::vector<uint32_t> Elements(uint32_t count) {
   return all;
 }
 
+// A swap stage whose index bit `k` is a place bit within a lane's one word of four 8-bit
+// values (SwapsWithinWords): the word travels whole, and a lane keeps its values whose
+// place bit equals its lane bit and takes the partner's others, shifted by one place
+// stride into the places it sent from (shifts, a select and a bitfield insert,
+// v_bfi_b32), where packing each half into a word of its own took byte permutes.
+std::vector<uint32_t> SwapWithinWord(Builder& b, WordPacker& packer, const std::vector<uint32_t>& v, uint32_t k,
+                                     uint32_t laneMask, uint32_t laneBitSet) {
+  TypeManager& t = b.types();
+  const uint32_t perWord = packer.PerWord(), width = 32 / perWord, shift = width * k;
+  uint32_t clearPlaces = 0;  // the places whose bit k is clear
+  for (uint32_t p = 0; p < perWord; ++p)
+    if (!(p & k)) clearPlaces |= ((1u << width) - 1) << (p * width);
+  const uint32_t keep = b.Emit(spv::Op::OpSelect, t.Uint(), {laneBitSet, b.U(~clearPlaces), b.U(clearPlaces)});
+  const uint32_t word = packer.Pack(v);
+  const uint32_t partner = ShuffleXor(b, word, laneMask);
+  // A lane whose bit is clear takes the partner's clear places into its set ones (a shift
+  // up by the stride); one whose bit is set, the partner's set places down.
+  const uint32_t moved = b.Emit(spv::Op::OpSelect, t.Uint(),
+                                {laneBitSet, b.ShiftRight(partner, b.U(shift)), b.ShiftLeft(partner, b.U(shift))});
+  const uint32_t take = b.Emit(spv::Op::OpNot, t.Uint(), {keep});
+  return packer.Unpack(b.Or(b.And(keep, word), b.And(take, moved)), perWord);
+}
+
 }  // namespace
 
 uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
@@ -159,6 +182,10 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
         const uint32_t k = 1u << stage.indexBit;
         const bool folded = x.foldedLaneBits >> stage.laneBit & 1;
         const uint32_t set = laneBit(stage.laneBit, true), clear = laneBit(stage.laneBit, false);
+        if (SwapsWithinWords(perWord, stage.indexBit, n)) {
+          v = SwapWithinWord(b, packer, v, k, mask, set);
+          break;
+        }
         std::vector<uint32_t> low;
         for (uint32_t e = 0; e < n; ++e)
           if (!(e & k)) low.push_back(e);
@@ -228,7 +255,7 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
         break;
       }
     }
-    v = std::move(next);
+    if (!next.empty()) v = std::move(next);
   }
   uint32_t result = 0;
   for (uint32_t r = 0; r < plan.destLength; ++r) {

@@ -201,9 +201,17 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
     return static_cast<uint32_t>(std::find(index.begin(), index.end(), token) - index.begin());
   };
   for (const Step& step : path) {
-    plan.words += wordsSent(step, n);
-    plan.cost += static_cast<uint32_t>(costOf(step, n));
     const uint32_t held = LaneToken(lanes, step.laneBit);
+    // A swap of an 8-bit value's place bit within a lane's one word: the word travels
+    // once, with shifts, a select and a bitfield insert, nothing repacked
+    // (exchange_emit.cpp, SwapWithinWords); the search counted it as a repacked swap.
+    if (step.kind == Kind::Swap && SwapsWithinWords(perWord, position(step.token), n)) {
+      plan.words += 1;
+      plan.cost += 5;
+    } else {
+      plan.words += wordsSent(step, n);
+      plan.cost += static_cast<uint32_t>(costOf(step, n));
+    }
     switch (step.kind) {
       case Kind::Swap: {
         const uint32_t k = position(step.token);

@@ -110,6 +110,7 @@ class SubgroupEvaluator {
       case spv::Op::OpBitwiseAnd: return {a() & b()};
       case spv::Op::OpBitwiseOr: return {a() | b()};
       case spv::Op::OpBitwiseXor: return {a() ^ b()};
+      case spv::Op::OpNot: return {~a() & Mask(width)};
       case spv::Op::OpIAdd: return {(a() + b()) & Mask(width)};
       case spv::Op::OpIMul: return {(a() * b()) & Mask(width)};
       case spv::Op::OpBitReverse: return {Reverse(a())};
