@@ -180,12 +180,13 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
         // keeps e and sends e | K; each receives into the place it sent from. Across a
         // folded lane bit both travel, each exchange inside the select that keeps it.
         const uint32_t k = 1u << stage.indexBit;
-        const bool folded = x.foldedLaneBits >> stage.laneBit & 1;
-        const uint32_t set = laneBit(stage.laneBit, true), clear = laneBit(stage.laneBit, false);
+        const uint32_t set = laneBit(stage.laneBit, true);
         if (SwapsWithinWords(perWord, stage.indexBit, n)) {
-          v = SwapWithinWord(b, packer, v, k, mask, set);
+          next = SwapWithinWord(b, packer, v, k, mask, set);
           break;
         }
+        const bool folded = x.foldedLaneBits >> stage.laneBit & 1;
+        const uint32_t clear = laneBit(stage.laneBit, false);
         std::vector<uint32_t> low;
         for (uint32_t e = 0; e < n; ++e)
           if (!(e & k)) low.push_back(e);
@@ -255,7 +256,7 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
         break;
       }
     }
-    if (!next.empty()) v = std::move(next);
+    v = std::move(next);
   }
   uint32_t result = 0;
   for (uint32_t r = 0; r < plan.destLength; ++r) {

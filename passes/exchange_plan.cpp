@@ -204,7 +204,7 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
     const uint32_t held = LaneToken(lanes, step.laneBit);
     // A swap of an 8-bit value's place bit within a lane's one word: the word travels
     // once, with shifts, a select and a bitfield insert, nothing repacked
-    // (exchange_emit.cpp, SwapWithinWords); the search counted it as a repacked swap.
+    // (exchange_emit.cpp, SwapWithinWord); the search counted it as a repacked swap.
     if (step.kind == Kind::Swap && SwapsWithinWords(perWord, position(step.token), n)) {
       plan.words += 1;
       plan.cost += 5;
