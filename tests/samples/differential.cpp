@@ -15,7 +15,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
