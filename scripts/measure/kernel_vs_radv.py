@@ -239,7 +239,9 @@ def check(results, gpus, sizes):
                                                 ("inverse throughput", ("Inverse Throughput",), THROUGHPUT_BOUND)):
                         value, ref = stat(layer, *names), stat(row, *names)
                         checked += 1
-                        if value > bound * ref:
+                        if value is None or ref is None:
+                            failures.append(f"{at}: no {label} statistic for the default route or {what}")
+                        elif value > bound * ref:
                             failures.append(f"{at}: {label} {value:g} > {bound:g} x {ref:g} of {what}")
     print(f"kernel bounds: {checked} comparisons, {len(failures)} failed")
     return failures
