@@ -4,27 +4,31 @@
 // instead of passing the concurrency test unseen.
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <thread>
 
 namespace {
 // Written by two threads with nothing ordering the writes: the race. Through a volatile
-// reference, so that each increment is an access of its own (a loop folded into one
-// store left the threads' writes apart in time, and TSan missed one run in five).
+// reference, so that each increment is an access of its own. TSan's shadow keeps a few
+// recent accesses per word and can miss a given race (one run in ten here), so the race
+// is run in rounds: with halt_on_error the first report ends the program.
 int shared = 0;
-std::atomic<int> started{0};
 
-void Race() {
+void Race(std::atomic<int>& started) {
   started.fetch_add(1);
   while (started.load() < 2) continue;  // both threads write at once
   volatile int& value = shared;
-  for (int i = 0; i < 100000; ++i) value = value + 1;
+  for (int i = 0; i < 20000; ++i) value = value + 1;
 }
 }  // namespace
 
 int main() {
-  std::thread other(Race);
-  Race();
-  other.join();
+  for (int round = 0; round < 40; ++round) {
+    std::atomic<int> started{0};
+    std::thread other(Race, std::ref(started));
+    Race(started);
+    other.join();
+  }
   std::printf("tsan canary: %d\n", shared);
   return 0;
 }
