@@ -112,7 +112,7 @@ struct ExchangeStage {
   uint32_t otherLaneBit = 0;  // LaneSwap
 };
 // Whether a swap stage moves 8-bit values within one whole word (EmitExchanges'
-// SwapWithinWords; the planner counts it so): a lane holds four values, one word, so the
+// SwapWithinWord; the planner counts it so): a lane holds four values, one word, so the
 // halves a swap sends would each take a word of their own. Measured (gfx1201, 16x16 Acc
 // f32 -> A e4m3 / transposed to B e5m2 at wave64, lowering=registers): 110 / 116 and
 // 116 / 124 instructions / inverse throughput before, 90 / 88 and 101 / 102 so; with two

@@ -151,14 +151,14 @@ def build_modules(out, size):
     return ext, nv
 
 
-REQUIRE = [True]  # a missing shim: exit 77 (skipped) unless --require or outside --check
 INSTR_BOUND, THROUGHPUT_BOUND = 1.10, 1.05  # issue 32: unmodified kernels against P and NV
 
 
-def measure(opbench, gpu, sizes, modules, extra_env):
-    """{(module, size): row} from one opbench --stats --modules run on the shimmed gpu."""
+def measure(opbench, gpu, sizes, modules, extra_env, require):
+    """{(module, size): row} from one opbench --stats --modules run on the shimmed gpu; a
+    missing shim fails with require, else skips (exit 77)."""
     with tempfile.TemporaryDirectory(prefix="coopmat-kvr-") as cache:
-        env = check_stats.shim_environment(gpu, cache, REQUIRE[0])
+        env = check_stats.shim_environment(gpu, cache, require)
         env.update(extra_env)
         proc = subprocess.run([opbench, "--stats", "--sizes", sizes, "--modules", modules], env=env,
                               capture_output=True, text=True)
@@ -229,10 +229,11 @@ def check(results, gpus, sizes):
                 layer = results[gpu]["layer"].get((name, size))
                 refs = {"its portable route": results[gpu]["portable"].get((name, size)),
                         "RADV's NV lowering of its NV_COMPARABLE variant": results[gpu]["nv"].get((name + "_nvc", size))}
-                for what, row in [("the default route", layer)] + list(refs.items()):
-                    if stat(row, "Instructions") is None:
-                        failures.append(f"{at}: no statistics for {what} ({row.get('status') if row else 'no row'})")
-                if any(f.startswith(at + ":") for f in failures):
+                missing = [f"{at}: no statistics for {what} ({row.get('status') if row else 'no row'})"
+                           for what, row in [("the default route", layer)] + list(refs.items())
+                           if stat(row, "Instructions") is None]
+                if missing:
+                    failures += missing
                     continue
                 for what, row in refs.items():
                     for label, names, bound in (("instructions", ("Instructions",), INSTR_BOUND),
@@ -257,7 +258,7 @@ def main():
     parser.add_argument("--check", action="store_true", help="assert issue 32's bound (exit 1 past it)")
     parser.add_argument("--require", action="store_true", help="a missing shim fails (with --check)")
     args = parser.parse_args()
-    REQUIRE[0] = args.require or not args.check
+    require = args.require or not args.check  # measuring by hand: a missing shim is an error
     for spec in args.external:
         name, rest = spec.split("=", 1)
         path, _, defines = rest.partition(":")
@@ -271,10 +272,11 @@ def main():
     for size in args.sizes.split(","):
         ext, nv = build_modules(args.out, size)
         for gpu in gpus:
-            results[gpu]["layer"].update(measure(opbench, gpu, size, ext, {}))
+            results[gpu]["layer"].update(measure(opbench, gpu, size, ext, {}, require))
             results[gpu]["portable"].update(
-                measure(opbench, gpu, size, ext, {"VK_COOPMAT_MAINTENANCE1_LOWERING": "portable"}))
-            results[gpu]["nv"].update(measure(opbench, gpu, size, nv, {"radv_cooperative_matrix2_nv": "true"}))
+                measure(opbench, gpu, size, ext, {"VK_COOPMAT_MAINTENANCE1_LOWERING": "portable"}, require))
+            results[gpu]["nv"].update(
+                measure(opbench, gpu, size, nv, {"radv_cooperative_matrix2_nv": "true"}, require))
     table(results, gpus, args.sizes)
     if args.check:
         failures = check(results, gpus, args.sizes)

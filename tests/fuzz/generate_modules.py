@@ -62,14 +62,13 @@ const bool BIG = TM >= TN;
 
 SCALARS = ["float", "float16_t", "int", "uint"]
 OPS = ["perElement", "perElementMatrix", "reduce", "reduce2x2", "convertA", "convertB", "transpose", "getCoordinate"]
-WITHOUT = set()  # --without: operations not drawn
 SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
 
 
-def op(rng, rows, cols, k, halves, executable=False):
+def op(rng, rows, cols, k, halves, executable=False, without=()):
     """One operation on `m` (an Accumulator rows x cols); keeps m's type. rows and
     cols are numbers or specialization constants' names, halves their halves."""
-    kind = rng.choice([k for k in OPS if k not in WITHOUT])
+    kind = rng.choice([k for k in OPS if k not in without])
     if kind == "perElement":
         return f"  coopMatPerElementEXT(m, m, shift, pc.s);\n"
     if kind == "perElementMatrix":
@@ -112,7 +111,7 @@ def wrap(rng, body, k, spec):
     return body
 
 
-def shader(rng, result_offset=0, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16, 32, 64)):
+def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16, 32, 64), without=()):
     scalar = rng.choice(scalars)
     rows, cols = rng.choice(shapes)
     spec = rng.random() < 0.35
@@ -125,8 +124,9 @@ def shader(rng, result_offset=0, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16,
     text = HEADER.format(constants=constants, local=rng.choice(locals_), localId=local_id, scalar=scalar,
                          rows=rows, cols=cols, outBase=out_base)
     for k in range(rng.randint(1, 6)):
-        text += wrap(rng, op(rng, rows, cols, k, halves, result_offset != 0), k, spec)
-    text += f"  coopMatStore(m, d, {result_offset}, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
+        text += wrap(rng, op(rng, rows, cols, k, halves, executable, without), k, spec)
+    result = 8192 if executable else 0  # --exec: apart from the input tile
+    text += f"  coopMatStore(m, d, {result}, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
     return text, scalar
 
 
@@ -136,7 +136,7 @@ def run(command):
 
 def main():
     args = sys.argv[1:]
-    executable, scalars, shapes, locals_ = False, SCALARS, SHAPES, (8, 16, 32, 64)
+    executable, scalars, shapes, locals_, without = False, SCALARS, SHAPES, (8, 16, 32, 64), set()
     while args and args[0].startswith("--"):
         flag = args.pop(0)
         if flag == "--exec":
@@ -146,7 +146,7 @@ def main():
         elif flag == "--shapes":
             shapes = [tuple(int(x) for x in s.split("x")) for s in args.pop(0).split(",")]
         elif flag == "--without":
-            WITHOUT.update(args.pop(0).split(","))
+            without.update(args.pop(0).split(","))
         elif flag == "--local":
             locals_ = (int(args.pop(0)),)
         else:
@@ -158,7 +158,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(count):
             source = os.path.join(tmp, "g.comp")
-            text, scalar = shader(rng, 8192 if executable else 0, scalars, shapes, locals_)
+            text, scalar = shader(rng, executable, scalars, shapes, locals_, without)
             with open(source, "w") as f:
                 f.write(text)
             env = rng.choice(["spirv1.3", "spirv1.6"])

@@ -45,36 +45,47 @@ std::string ScalarOf(const std::string& name) {
 
 uint32_t ElementBytes(const std::string& scalar) { return scalar == "float16_t" ? 2 : 4; }
 
+// `value` stored as the module's scalar type at `at`.
+void StoreScalar(const std::string& scalar, float value, std::byte* at) {
+  if (scalar == "float16_t") {
+    const uint16_t h = sample::FloatToHalf(value);
+    std::memcpy(at, &h, 2);
+  } else if (scalar == "float") {
+    std::memcpy(at, &value, 4);
+  } else {
+    const int32_t v = static_cast<int32_t>(value);
+    std::memcpy(at, &v, 4);
+  }
+}
+
+// The module's scalar at `at`, as a double.
+double LoadScalar(const std::string& scalar, const std::byte* at) {
+  if (scalar == "float16_t") {
+    uint16_t h;
+    std::memcpy(&h, at, 2);
+    return sample::HalfToFloat(h);
+  }
+  if (scalar == "float") {
+    float f;
+    std::memcpy(&f, at, 4);
+    return f;
+  }
+  uint32_t bits;
+  std::memcpy(&bits, at, 4);
+  return scalar == "uint" ? static_cast<double>(bits) : static_cast<double>(static_cast<int32_t>(bits));
+}
+
 // Element i of the input: a small integer in the module's scalar type.
 void FillData(const std::string& scalar, std::byte* data) {
-  for (uint32_t i = 0; i < kDataElements; ++i) {
-    const int value = static_cast<int>((i * 7) % 9) - (scalar == "uint" ? 0 : 4);
-    if (scalar == "float16_t") {
-      const uint16_t h = sample::FloatToHalf(static_cast<float>(value));
-      std::memcpy(data + 2 * i, &h, 2);
-    } else if (scalar == "float") {
-      const float f = static_cast<float>(value);
-      std::memcpy(data + 4 * i, &f, 4);
-    } else {
-      const int32_t v = value;
-      std::memcpy(data + 4 * i, &v, 4);
-    }
-  }
+  for (uint32_t i = 0; i < kDataElements; ++i)
+    StoreScalar(scalar, static_cast<float>(static_cast<int>((i * 7) % 9) - (scalar == "uint" ? 0 : 4)),
+                data + ElementBytes(scalar) * i);
 }
 
 // Push constants {scalar s; uint n;}: s = 2, n = 2 (the loops run twice).
 std::vector<std::byte> PushConstants(const std::string& scalar) {
   std::vector<std::byte> bytes(8);
-  if (scalar == "float16_t") {
-    const uint16_t h = sample::FloatToHalf(2.0f);
-    std::memcpy(bytes.data(), &h, 2);
-  } else if (scalar == "float") {
-    const float f = 2.0f;
-    std::memcpy(bytes.data(), &f, 4);
-  } else {
-    const int32_t v = 2;
-    std::memcpy(bytes.data(), &v, 4);
-  }
+  StoreScalar(scalar, 2.0f, bytes.data());
   const uint32_t n = 2;
   std::memcpy(bytes.data() + 4, &n, 4);
   return bytes;
@@ -113,27 +124,8 @@ std::string FirstDifference(const std::string& scalar, const Output& a, const Ou
   const uint32_t bytes = ElementBytes(scalar);
   for (uint32_t i = 0; i < kDataElements; ++i) {
     if (std::memcmp(&a.data[bytes * i], &b.data[bytes * i], bytes) == 0) continue;
-    double x, y;
-    if (scalar == "float16_t") {
-      uint16_t hx, hy;
-      std::memcpy(&hx, &a.data[2 * i], 2);
-      std::memcpy(&hy, &b.data[2 * i], 2);
-      x = sample::HalfToFloat(hx);
-      y = sample::HalfToFloat(hy);
-      if (std::fabs(x - y) <= std::max(std::fabs(x), std::fabs(y)) / 128) continue;
-    } else if (scalar == "float") {
-      float fx, fy;
-      std::memcpy(&fx, &a.data[4 * i], 4);
-      std::memcpy(&fy, &b.data[4 * i], 4);
-      x = fx;
-      y = fy;
-    } else {
-      int32_t ix, iy;
-      std::memcpy(&ix, &a.data[4 * i], 4);
-      std::memcpy(&iy, &b.data[4 * i], 4);
-      x = scalar == "uint" ? static_cast<double>(static_cast<uint32_t>(ix)) : ix;
-      y = scalar == "uint" ? static_cast<double>(static_cast<uint32_t>(iy)) : iy;
-    }
+    const double x = LoadScalar(scalar, &a.data[bytes * i]), y = LoadScalar(scalar, &b.data[bytes * i]);
+    if (scalar == "float16_t" && std::fabs(x - y) <= std::max(std::fabs(x), std::fabs(y)) / 128) continue;
     char text[96];
     std::snprintf(text, sizeof text, "d[%u]: %g against %g", i, x, y);
     return text;
