@@ -321,6 +321,13 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDevice(VkPhysicalDevice physicalDevice, con
   data->instance = instance;
   data->physicalDevice = GetPhysicalDeviceInfo(*instance, physicalDevice);
   data->emulating = data->physicalDevice.serve && EnablesExtension(pCreateInfo, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
+  // Whose implementation the app gets, said where it is not the layer's plain case: what
+  // coopmat-selftest reads to run its cases natively too.
+  if (data->physicalDevice.nativeExt)
+    Log(instance, LogLevel::Info,
+        data->emulating ? "the driver implements VK_EXT_cooperative_matrix_maintenance1 itself; force_enable: the layer "
+                          "emulates it anyway"
+                        : "the driver implements VK_EXT_cooperative_matrix_maintenance1 itself: the layer steps aside");
 
   // What goes down: the app's create info, or a copy without our name and struct,
   // with the features the layer needs turned on.

@@ -17,9 +17,6 @@ extern char** environ;
 namespace coopmat::layer {
 namespace {
 
-constexpr const char* kFilePrefix = "coopmat_maintenance1.";
-constexpr const char* kEnvPrefix = "VK_COOPMAT_MAINTENANCE1_";
-
 std::string Trim(std::string s) {
   auto notSpace = [](unsigned char c) { return !std::isspace(c); };
   s.erase(s.begin(), std::find_if(s.begin(), s.end(), notSpace));

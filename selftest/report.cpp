@@ -95,8 +95,9 @@ void PrintRoutes(std::FILE* out, const PassReport& pass) {
   if (!text.empty()) std::fprintf(out, "  routes: %s\n", text.c_str());
 }
 
-// What works around a failed operation: the portable route where it passed there, else
-// hiding the operation from applications.
+// What works around a failed operation: where the driver has the extension, whichever of its
+// own implementation and the layer's passed; else the portable route where it passed there;
+// else hiding the operation from applications.
 void PrintWorkarounds(std::FILE* out, const DeviceReport& device) {
   std::map<std::string, std::set<std::string>> failedOn;  // feature -> routes it failed on
   std::set<std::string> routes;
@@ -105,15 +106,31 @@ void PrintWorkarounds(std::FILE* out, const DeviceReport& device) {
     for (const CaseResult& r : pass.cases)
       if (r.outcome == Outcome::Fail) failedOn[r.feature].insert(pass.route);
   }
+  const bool native = routes.count("native") > 0;
+  const bool layerRan = routes.size() > (native ? 1u : 0u);
+  // Where the driver has the extension the layer steps aside unless told otherwise.
+  const std::string force = native ? "VK_COOPMAT_MAINTENANCE1_FORCE_ENABLE=1 " : "";
   for (const auto& [feature, failed] : failedOn) {
-    if (failed.count("auto") && !failed.count("portable") && routes.count("portable"))
-      std::fprintf(out, "  workaround for %s: VK_COOPMAT_MAINTENANCE1_LOWERING=portable (the portable route passed)\n",
+    const bool nativeFailed = failed.count("native") > 0;
+    const bool layerFailed = failed.size() > (nativeFailed ? 1u : 0u);
+    if (native && !nativeFailed)
+      std::fprintf(out,
+                   "  %s failed through the layer only: applications get the driver's own implementation, which passed "
+                   "(the layer steps aside unless force_enable is set)\n",
                    feature.c_str());
+    else if (nativeFailed && layerRan && !layerFailed)
+      std::fprintf(out,
+                   "  workaround for %s: %s(the driver's own implementation failed, the layer's passed: the layer then "
+                   "emulates the extension)\n",
+                   feature.c_str(), force.c_str());
+    else if (failed.count("auto") && !failed.count("portable") && routes.count("portable"))
+      std::fprintf(out, "  workaround for %s: %sVK_COOPMAT_MAINTENANCE1_LOWERING=portable (the portable route passed)\n",
+                   feature.c_str(), force.c_str());
     else
       std::fprintf(out,
-                   "  workaround for %s: VK_COOPMAT_MAINTENANCE1_DISABLED_FEATURES=%s (applications no longer see the "
+                   "  workaround for %s: %sVK_COOPMAT_MAINTENANCE1_DISABLED_FEATURES=%s (applications no longer see the "
                    "operation)\n",
-                   feature.c_str(), feature.c_str());
+                   feature.c_str(), force.c_str(), feature.c_str());
   }
   if (!failedOn.empty())
     std::fprintf(out, "  Please report it (README: \"Check it on your GPU\"), with the --json output attached.\n");
@@ -180,6 +197,10 @@ void PrintDevice(std::FILE* out, const DeviceReport& device) {
     std::fprintf(out, "  FAIL: %s\n", device.problem.c_str());
     return;
   }
+  if (device.driverHasExtension)
+    std::fprintf(out,
+                 "  the driver implements VK_EXT_cooperative_matrix_maintenance1 itself: lowering=native is its own "
+                 "implementation, the others the layer's (force_enable)\n");
   for (const std::string& line : device.layoutLines) std::fprintf(out, "  %s\n", line.c_str());
   for (const std::string& type : device.unknownTypes) std::fprintf(out, "  not tested (no case has the type): %s\n", type.c_str());
   for (const PassReport& pass : device.passes) {
@@ -212,7 +233,8 @@ std::string ToJson(const Report& report) {
     << ",\"skipped\":" << totals.skipped << ",\"devices\":";
   JsonList(o, report.devices, [&](const DeviceReport& d) {
     o << "{\"index\":" << d.index << ",\"name\":" << JsonString(d.name) << ",\"driver\":" << JsonString(d.driver)
-      << ",\"apiVersion\":" << JsonString(d.apiVersion) << ",\"problem\":" << JsonString(d.problem) << ",\"layouts\":";
+      << ",\"apiVersion\":" << JsonString(d.apiVersion) << ",\"problem\":" << JsonString(d.problem)
+      << ",\"driverHasExtension\":" << (d.driverHasExtension ? "true" : "false") << ",\"layouts\":";
     JsonList(o, d.layoutLines, [&](const std::string& line) { o << JsonString(line); });
     o << ",\"untestedTypes\":";
     JsonList(o, d.unknownTypes, [&](const std::string& line) { o << JsonString(line); });

@@ -21,7 +21,8 @@ struct CaseResult {
 // One run of the plan: one subgroup size, one lowering route.
 struct PassReport {
   uint32_t subgroupSize = 0;
-  std::string route;    // "auto" (registers where the layer has layouts) or "portable"
+  std::string route;    // "auto" (registers where the layer has layouts), "portable", "registers" or
+                        // "native" (the driver's own implementation, the layer stepping aside)
   std::string problem;  // why the pass could not run at all (then it counts as one failure)
   std::vector<CaseResult> cases;
 };
@@ -30,6 +31,7 @@ struct DeviceReport {
   uint32_t index = 0;
   std::string name, driver, apiVersion;
   std::string problem;  // why the device was not tested (no VK_KHR_cooperative_matrix, ...)
+  bool driverHasExtension = false;        // the driver implements the extension itself (a "native" pass ran)
   std::vector<std::string> layoutLines;   // the layer's "layout: ..." lines (probed, cached or a table)
   std::vector<std::string> unknownTypes;  // listed types the cases do not have
   std::vector<PassReport> passes;

@@ -41,13 +41,16 @@ namespace {
 using namespace selftest;
 
 constexpr const char* kLayer = "VK_LAYER_coopmat_maintenance1";
+// The pass that runs the driver's own implementation, where it has one.
+constexpr const char* kNativeRoute = "native";
 
 struct Options {
   int device = -1;                  // --device N: only that one
   std::string json;                 // --json FILE
   std::string builtinLayouts;       // --builtin-layouts FAMILY
   std::string layoutsFile;          // --layouts FILE
-  std::vector<std::string> routes = {"auto", "portable"};
+  std::vector<std::string> routes = {"auto", "portable"};  // and "native" first where the driver has the extension
+  bool routeChosen = false;         // --lowering named one
   std::string filter;               // --filter TEXT: cases whose name or operation contains it
   bool flexible = true;             // --shapes all: also NV flexible dimensions where the device has them
   bool list = false;                // --list: print the plan, run nothing
@@ -56,16 +59,21 @@ struct Options {
 };
 
 constexpr const char* kUsage =
-    "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable|registers] [--builtin-layouts FAMILY]\n"
-    "                        [--layouts FILE] [--shapes all|listed] [--filter TEXT] [--list] [--dump-dir DIR]\n"
+    "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable|registers|native]\n"
+    "                        [--builtin-layouts FAMILY]"
+    " [--layouts FILE] [--shapes all|listed] [--filter TEXT] [--list]\n"
+    "                        [--dump-dir DIR]"
     "                        [--verbose]\n"
     "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
     "with VK_KHR_cooperative_matrix, at every shape and type it lists, and compares each result with a CPU\n"
-    "reference. Exit status: 0 all passed, 1 a failure, 2 nothing could be tested or bad arguments.\n"
+    "reference. Where the driver implements the extension itself, every case also runs on the driver's own\n"
+    "implementation (lowering=native), so the two can be compared. Exit status: 0 all passed, 1 a failure, 2\n"
+    "nothing could be tested or bad arguments.\n"
     "  --device N             only device N (vkEnumeratePhysicalDevices order, as listed)\n"
     "  --json FILE            also write the whole report as JSON (attach it to a bug report)\n"
-    "  --lowering ROUTE       only that route (default: auto and portable; registers: as auto,\n"
-    "                         conversions in registers even where the round trip is cheaper)\n"
+    "  --lowering ROUTE       only that route (default: auto and portable, and native where the driver has the\n"
+    "                         extension; registers: as auto, conversions in registers even where the round trip\n"
+    "                         is cheaper; native: only the driver's own implementation)\n"
     "  --builtin-layouts F    use the layer's built-in table of family F (lavapipe, radv-gfx11, radv-gfx12,\n"
     "                         cdna-mfma, nvidia-mma) instead of the probed layouts: checks a table on a device\n"
     "  --layouts FILE         use the layouts in FILE (the text form coopmat-info --layouts writes) instead\n"
@@ -95,8 +103,9 @@ bool ParseOptions(int argc, char** argv, Options& o) {
       o.device = static_cast<int>(n);
     } else if (arg == "--json" && value(v)) {
       o.json = v;
-    } else if (arg == "--lowering" && value(v) && (v == "auto" || v == "portable" || v == "registers")) {
+    } else if (arg == "--lowering" && value(v) && (v == "auto" || v == "portable" || v == "registers" || v == kNativeRoute)) {
       o.routes = {v};
+      o.routeChosen = true;
     } else if (arg == "--builtin-layouts" && value(v)) {
       o.builtinLayouts = v;
     } else if (arg == "--layouts" && value(v)) {
@@ -197,8 +206,11 @@ exec::EnvOptions EnvFor(const Options& o, uint32_t device, bool flexible, uint32
   e.listedDevice = true;
   e.deviceIndex = static_cast<int>(device);
   e.subgroupSize = subgroupSize;
-  // Through the layer also where the driver has the extension itself.
-  e.layerSettings.push_back({"force_enable", "true"});
+  // The driver's own implementation: the layer steps aside (and must say so). Every other
+  // route goes through the layer, also where the driver has the extension itself.
+  e.driverImplementation = route == kNativeRoute;
+  e.layerSettings.push_back({"force_enable", e.driverImplementation ? "false" : "true"});
+  if (e.driverImplementation) return e;
   e.layerSettings.push_back({"lowering", route});
   if (!o.builtinLayouts.empty() || !o.layoutsFile.empty()) e.layerSettings.push_back({"layout_probe", "false"});
   if (!o.builtinLayouts.empty()) e.layerSettings.push_back({"builtin_layouts", o.builtinLayouts});
@@ -299,7 +311,7 @@ PassReport RunPass(const Options& o, const exec::Env& first, uint32_t device, ui
                   route + ": " + std::to_string(i + 1) + "/" + std::to_string(plan.size()) + " " + c.name);
     CaseResult r{c.operation, c.matrix, c.name, c.feature};
     r.detail = c.run(env);
-    r.route = routes.Since();
+    r.route = route == kNativeRoute ? "the driver's own" : routes.Since();
     if (r.detail.rfind(exec::kNotRun, 0) == 0) r.outcome = Outcome::Skip;
     else if (!r.detail.empty()) r.outcome = Outcome::Fail;
     pass.cases.push_back(std::move(r));
@@ -320,6 +332,7 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
     return d;
   }
   d.layoutLines = first.layoutLines();
+  d.driverHasExtension = first.driverHasExtension();
   d.unknownTypes = UnknownTypes(first.matrices());
   std::vector<ListedMatrix> matrices = ListedMatrices(first.matrices());
   const auto flexible = first.device().nvCoopmat2() ? FlexibleConfigurations(first)
@@ -336,8 +349,19 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
     for (const PlannedCase& c : plan) std::printf("  %-34s %-18s %s\n", c.operation.c_str(), c.matrix.c_str(), c.name.c_str());
     return d;
   }
+  // The driver's own implementation first, where it has one: unless one route was asked
+  // for, the report then compares it with the layer's.
+  std::vector<std::string> routes = o.routes;
+  if (d.driverHasExtension && !o.routeChosen) routes.insert(routes.begin(), kNativeRoute);
   for (uint32_t size : SubgroupSizes(first))
-    for (const std::string& route : o.routes) d.passes.push_back(RunPass(o, first, index, size, route, plan, progress));
+    for (const std::string& route : routes) {
+      if (route == kNativeRoute && !d.driverHasExtension) {
+        PassReport pass{size, route, "the driver does not implement VK_EXT_cooperative_matrix_maintenance1 itself"};
+        d.passes.push_back(std::move(pass));
+        continue;
+      }
+      d.passes.push_back(RunPass(o, first, index, size, route, plan, progress));
+    }
   return d;
 }
 

@@ -296,6 +296,7 @@ constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
 
 Env::Env(const EnvOptions& options) {
   listed_ = options.listedDevice;
+  driverImplementation_ = options.driverImplementation;
   fenceTimeoutNs_ = options.fenceTimeoutNs;
   virtual_ = !listed_ && TheVirtualDevice().on;
   // The native lane (COOPMAT_EXEC_NATIVE=1, tests/exec/native_lane.sh): the same cases
@@ -326,7 +327,7 @@ Env::Env(const EnvOptions& options) {
   const char* lowering = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING");
   portable_ = lowering && std::string(lowering) == "portable";
   for (const auto& [name, value] : options.layerSettings) portable_ |= name == "lowering" && value == "portable";
-  expectRegisters_ = io.withLayer && !portable_;
+  expectRegisters_ = io.withLayer && !portable_ && !driverImplementation_;
   static const char* kInfo = "info";
   if (io.withLayer)
     io.settings.push_back({"VK_LAYER_coopmat_maintenance1", "log_level", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &kInfo});
@@ -358,6 +359,8 @@ Env::Env(const EnvOptions& options) {
   }
   if (options.flex && device_->ok() && !device_->nvCoopmat2()) flexMissing_ = true;
   for (const cmtest::Message& m : instance_->messages()) {
+    if (m.id != cmtest::kLayerName) continue;  // a test layer below may log the same lines under its own name
+    driverHasExtension_ |= m.text.rfind("the driver implements VK_EXT_cooperative_matrix_maintenance1 itself", 0) == 0;
     probedLayouts_ += m.text.rfind("layout: ", 0) == 0 && m.text.find("# probed") != std::string::npos;
     if (m.text.rfind("layout: ", 0) == 0 || m.text.rfind("no layout: ", 0) == 0) layoutLines_.push_back(m.text);
     layerServes_ |= m.text == "emulating VK_EXT_cooperative_matrix_maintenance1 on this device";
@@ -378,8 +381,14 @@ std::string Env::Problem() const {
   if (!listed_ && subgroupSize_ != wanted)
     return "subgroup size " + std::to_string(subgroupSize_) + ", the tests need " + std::to_string(wanted);
   // Through the layer means the layer: not the driver's own extension (force_enable).
-  if (throughLayer_ && !layerServes_)
+  if (driverImplementation_) {
+    if (!driverHasExtension_) return "the driver does not implement VK_EXT_cooperative_matrix_maintenance1 itself";
+    if (layerServes_)
+      return "the layer emulated the extension where the driver's own was asked for: force_enable is set outside "
+             "the application (VK_COOPMAT_MAINTENANCE1_FORCE_ENABLE or vk_layer_settings.txt)";
+  } else if (throughLayer_ && !layerServes_) {
     return "the layer does not serve VK_EXT_cooperative_matrix_maintenance1 on this device";
+  }
   if (expectRegisters_ && probedLayouts_ == 0 && !listed_)
     return "the layer's probe found no register layout on this device: the register half would run the portable path";
   return "";

@@ -105,6 +105,10 @@ struct EnvOptions {
   bool listedDevice = false;
   // Pipelines at this required subgroup size (0: the device's default).
   uint32_t subgroupSize = 0;
+  // The self-test's native pass: the layer is there with force_enable off and must step
+  // aside, so the driver's own implementation of the extension runs (Problem() says so
+  // where the layer emulates it instead).
+  bool driverImplementation = false;
   // Settings for the product layer (VkLayerSettingsCreateInfoEXT strings): lowering,
   // builtin_layouts, layout_probe, force_enable.
   std::vector<std::pair<std::string, std::string>> layerSettings;
@@ -177,6 +181,9 @@ class Env {
   const std::vector<std::string>& layoutLines() const { return layoutLines_; }
   // The layouts those "layout: " lines give, every subgroup size's.
   const std::vector<coopmat::LinearLayout>& layerLayouts() const { return layerLayouts_; }
+  // Whether the layer said the driver implements the extension itself (it steps aside there
+  // unless force_enable).
+  bool driverHasExtension() const { return driverHasExtension_; }
   // The configurations the device lists (subgroup scope), as it reports them.
   const std::vector<VkCooperativeMatrixPropertiesKHR>& matrices() const { return matrices_; }
 
@@ -197,6 +204,8 @@ class Env {
   bool native_ = false;           // the native lane: the driver's own extension, no layer
   bool throughLayer_ = false;
   bool layerServes_ = false;      // the layer's "emulating ..." line for this device
+  bool driverImplementation_ = false;  // EnvOptions::driverImplementation
+  bool driverHasExtension_ = false;    // the layer's "the driver implements ... itself" line
   size_t probedLayouts_ = 0;      // the layer's "layout: ...  # probed" lines for this device
 };
 

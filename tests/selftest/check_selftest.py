@@ -4,7 +4,8 @@ status, against facts the tool does not compute: the matrices the device lists (
 device's profile file, or a count) and the operations every such device must have run.
 
   check_selftest.py --pass (--profile FILE | --matrices N) [--operations A,B | --only PREFIX] [--virtual-log LOG] -- <coopmat-selftest> [args...]
-  check_selftest.py --fail [--virtual-log LOG] -- <coopmat-selftest> [args...]
+  check_selftest.py --fail [--virtual-log LOG] [--only-failing LOWERING] -- <coopmat-selftest> [args...]
+  (either form) [--native]
 
 --pass: exit status 0, nothing failed or skipped, on every device and pass a GetCoordinate
 case of each matrix (use, type, shape) the profile lists (or of exactly N matrices) and at
@@ -13,6 +14,10 @@ least one case of every operation the profile's matrices allow (operations_of; w
 --operations: those named, for a run with --filter; --only PREFIX: those of the profile's
 whose name starts with PREFIX, for a run with --filter PREFIX, and no GetCoordinate check).
 --fail: exit status 1, failures counted and shown as FAIL in the table (the tool can fail).
+--only-failing LOWERING (with --fail): every failure is in passes of that lowering (each has
+some, and a FAIL line says so) and every other pass passed whole.
+--native: the driver has the extension itself (tests/selftest: a test layer plays it), so every
+device says so and ran a lowering=native pass beside the layer's.
 --virtual-log: the virtual device's log (COOPMAT_VIRTUAL_LOG), removed first; with --pass a
 `fault` line there fails the check (the tool hides stderr, where the virtual device also
 writes it)."""
@@ -81,6 +86,8 @@ def main(argv):
         required = [op for op in required if op.startswith(only)]
         if not required:
             sys.exit(f"check_selftest: the profile allows no operation starting with '{only}'")
+    only_failing = options[options.index("--only-failing") + 1] if "--only-failing" in options else None
+    native = "--native" in options
     log = options[options.index("--virtual-log") + 1] if "--virtual-log" in options else None
     if log and os.path.exists(log):
         os.remove(log)
@@ -116,6 +123,26 @@ def main(argv):
     else:
         if run.returncode != 1 or not report["failed"] or "FAIL" not in run.stdout:
             problems.append(f"exit status {run.returncode}, {summary}: expected failures shown as FAIL and exit status 1")
+    for device in report["devices"]:
+        lowerings = {p["lowering"] for p in device["passes"]}
+        if native and (not device.get("driverHasExtension") or "native" not in lowerings):
+            problems.append(f"device {device['name']}: no lowering=native pass (the driver's own implementation): "
+                            f"{sorted(lowerings)}")
+        if not native and device.get("driverHasExtension"):
+            problems.append(f"device {device['name']}: says the driver has the extension itself")
+        if native and "native" in lowerings and len(lowerings) < 2:
+            problems.append(f"device {device['name']}: only the native pass ran, nothing to compare it with")
+        for p in device["passes"]:
+            failed = [c for c in p["cases"] if c["result"] == "fail"]
+            if only_failing is None:
+                continue
+            where = f"device {device['name']}, subgroup size {p['subgroupSize']}, lowering={p['lowering']}"
+            if p["lowering"] != only_failing and (failed or p["problem"] or not p["cases"]):
+                problems.append(f"{where}: expected to pass whole ({len(failed)} failed, problem '{p['problem']}')")
+            if p["lowering"] == only_failing and not failed:
+                problems.append(f"{where}: expected failures, none")
+    if only_failing is not None and f"lowering={only_failing})" not in run.stdout:
+        problems.append(f"no FAIL line of lowering={only_failing} in the output")
     if log:
         if not os.path.exists(log):
             problems.append(f"the virtual device wrote no log ({log}): did it run?")
