@@ -245,29 +245,32 @@ VKAPI_ATTR VkResult VKAPI_CALL DriverAllocateCommandBuffers(VkDevice device, con
   return result;
 }
 
-VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DriverGetDeviceProcAddr(VkDevice device, const char* name) {
-  const std::string n = name;
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DriverGetDeviceProcAddr(VkDevice device, const char* name);
+
+// The device commands the bottom of the chain answers itself (they make or end dispatchable
+// objects), or none.
+PFN_vkVoidFunction DeviceCommandOfTheLoader(const std::string& n) {
   if (n == "vkGetDeviceProcAddr") return reinterpret_cast<PFN_vkVoidFunction>(&DriverGetDeviceProcAddr);
   if (n == "vkDestroyDevice") return reinterpret_cast<PFN_vkVoidFunction>(&DriverDestroyDevice);
   if (n == "vkGetDeviceQueue") return reinterpret_cast<PFN_vkVoidFunction>(&DriverGetDeviceQueue);
   if (n == "vkGetDeviceQueue2") return reinterpret_cast<PFN_vkVoidFunction>(&DriverGetDeviceQueue2);
   if (n == "vkAllocateCommandBuffers") return reinterpret_cast<PFN_vkVoidFunction>(&DriverAllocateCommandBuffers);
+  return nullptr;
+}
+
+VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DriverGetDeviceProcAddr(VkDevice device, const char* name) {
+  if (PFN_vkVoidFunction own = DeviceCommandOfTheLoader(name)) return own;
   return DriverDeviceProcAddr(device)(device, name);
 }
 
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DriverGetInstanceProcAddr(VkInstance instance, const char* name) {
   const std::string n = name;
   if (n == "vkGetInstanceProcAddr") return reinterpret_cast<PFN_vkVoidFunction>(&DriverGetInstanceProcAddr);
-  if (n == "vkGetDeviceProcAddr") return reinterpret_cast<PFN_vkVoidFunction>(&DriverGetDeviceProcAddr);
   if (n == "vkCreateInstance") return reinterpret_cast<PFN_vkVoidFunction>(&DriverCreateInstance);
   if (n == "vkDestroyInstance") return reinterpret_cast<PFN_vkVoidFunction>(&DriverDestroyInstance);
   if (n == "vkEnumeratePhysicalDevices") return reinterpret_cast<PFN_vkVoidFunction>(&DriverEnumeratePhysicalDevices);
   if (n == "vkCreateDevice") return reinterpret_cast<PFN_vkVoidFunction>(&DriverCreateDevice);
-  // Device commands that make or end dispatchable objects, asked for through the instance.
-  if (n == "vkDestroyDevice") return reinterpret_cast<PFN_vkVoidFunction>(&DriverDestroyDevice);
-  if (n == "vkGetDeviceQueue") return reinterpret_cast<PFN_vkVoidFunction>(&DriverGetDeviceQueue);
-  if (n == "vkGetDeviceQueue2") return reinterpret_cast<PFN_vkVoidFunction>(&DriverGetDeviceQueue2);
-  if (n == "vkAllocateCommandBuffers") return reinterpret_cast<PFN_vkVoidFunction>(&DriverAllocateCommandBuffers);
+  if (PFN_vkVoidFunction own = DeviceCommandOfTheLoader(n)) return own;  // asked for through the instance
   return TheDriver().getInstanceProcAddr(instance, name);
 }
 
