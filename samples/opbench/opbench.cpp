@@ -164,6 +164,7 @@ struct Options {
 struct WayResult {
   std::string status;  // "" not present, "ok", "WRONG", "FAILED", "n/a"
   double us = 0;       // fastest of the timed dispatches
+  std::vector<double> runs;  // every timed dispatch's us, one per round (all ways take a turn each round)
   double moduleUs = 0;
   double compileUs = 0;  // vkCreateComputePipelines + what the first dispatch took beyond a normal one
 };
@@ -308,11 +309,21 @@ CaseResult RunCase(const sample::Context& context, const sample::Context* portab
   if (!options.checkOnly && out.base.status == "ok") {
     for (int warmup = 0; warmup < 2; ++warmup)
       for (Variant& v : variants) v.kernel->Run();
+    // Each run starts at the next variant: a variant's time depends on what ran before it
+    // (lavapipe: the ways share one output buffer, which the baseline's larger output
+    // evicts from the caches), and in a fixed order the one after the baseline always
+    // paid for that (the layer's 16x16 reductions looked 1.3x slower than native).
     for (int run = 0; run < options.runs; ++run)
-      for (Variant& v : variants) v.times.push_back(v.kernel->Run());
+      for (size_t i = 0; i < variants.size(); ++i) {
+        Variant& v = variants[(i + static_cast<size_t>(run)) % variants.size()];
+        v.times.push_back(v.kernel->Run());
+      }
     // The fastest run: the cost of the kernel with the least interference from
     // whatever else the machine runs (the median moves with the load).
-    for (Variant& v : variants) v.result->us = *std::min_element(v.times.begin(), v.times.end());
+    for (Variant& v : variants) {
+      v.result->us = *std::min_element(v.times.begin(), v.times.end());
+      v.result->runs = v.times;
+    }
   }
   // lavapipe compiles to machine code at the first dispatch: count that as compilation.
   for (Variant& v : variants)
@@ -347,11 +358,24 @@ std::string Ratio(const CaseResult& r, int numerator, int denominator) {
 }
 
 // A way's whole time over another's (base included), e.g. "0.98x".
-std::string TimeRatio(const CaseResult& r, int numerator, int denominator) {
+// Whole times compared round by round: the median of the rounds' ratios. Each round's two
+// dispatches ran moments apart, so a change in the machine's load cancels; the ratio of the
+// two fastest dispatches instead moved by +-15 % from run to run on one row, whichever
+// way happened to catch a quiet moment.
+double PairedRatio(const CaseResult& r, int numerator, int denominator) {
   const WayResult &n = r.ways[numerator], &d = r.ways[denominator];
-  if (n.status != "ok" || d.status != "ok" || n.us == 0 || d.us == 0) return "-";
+  if (n.status != "ok" || d.status != "ok" || n.runs.empty() || n.runs.size() != d.runs.size()) return 0;
+  std::vector<double> ratios;
+  for (size_t i = 0; i < n.runs.size(); ++i)
+    if (d.runs[i] > 0) ratios.push_back(n.runs[i] / d.runs[i]);
+  return ratios.empty() ? 0 : sample::Median(ratios);
+}
+
+std::string TimeRatio(const CaseResult& r, int numerator, int denominator) {
+  const double ratio = PairedRatio(r, numerator, denominator);
+  if (ratio == 0) return "-";
   char text[32];
-  std::snprintf(text, sizeof(text), "%.2fx", n.us / d.us);
+  std::snprintf(text, sizeof(text), "%.2fx", ratio);
   return text;
 }
 
@@ -362,7 +386,8 @@ void Usage() {
                "  --runs R      timed dispatches per kernel, interleaved; the fastest counts (default 15)\n"
                "  --filter LIST only cases whose name contains one of the comma-separated items\n"
                "                (names: <op>_<use>_<type>_<RxC>[_to_<use>_<type>], e.g. reduce_row,acc_f16_8x8)\n"
-               "  --csv         print op,shape,type,layer_us,native_us,workaround_us,portable_us,base_us\n"
+               "  --csv         print op,shape,type,layer_us,native_us,workaround_us,portable_us,base_us,\n"
+               "                layer_over_native\n"
                "                (added us per dispatch, and the load+store baseline's us; layer = the layer's\n"
                "                default lowering)\n"
                "  --check-only  check every variant against the CPU reference, time nothing\n"
@@ -442,7 +467,7 @@ int main(int argc, char** argv) {
     const bool timed = !options.checkOnly;
     const char* header =
         "%-14s %-6s %-14s %8s | %9s %9s %9s %10s | %7s %8s %8s %8s | %7s %7s %7s | %7s %7s %7s %7s\n";
-    if (options.csv) std::printf("op,shape,type,layer_us,native_us,workaround_us,portable_us,base_us\n");
+    if (options.csv) std::printf("op,shape,type,layer_us,native_us,workaround_us,portable_us,base_us,layer_over_native\n");
     else
       std::printf(header, "op", "shape", "type", "base us", "layer", "portable", "native", "workaround", "L/N",
                   "l/native", "l/workar", "p/workar", "rewr L", "rewr P", "module", "pipe L", "pipe P", "pipe N",
@@ -477,9 +502,11 @@ int main(int argc, char** argv) {
       if (options.csv) {
         char base[32] = "";
         if (timed && r.base.status == "ok") std::snprintf(base, sizeof(base), "%.1f", r.base.us);
-        std::printf("%s,%s,%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
+        char ratio[32] = "";
+        if (timed && PairedRatio(r, kLayer, kNative) > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", PairedRatio(r, kLayer, kNative));
+        std::printf("%s,%s,%s,%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
                     Added(r, kLayer, timed).c_str(), Added(r, kNative, timed).c_str(),
-                    Added(r, kWorkaround, timed).c_str(), Added(r, kPortable, timed).c_str(), base);
+                    Added(r, kWorkaround, timed).c_str(), Added(r, kPortable, timed).c_str(), base, ratio);
       } else {
         auto ms = [](const WayResult& w) {
           char text[16];
@@ -507,7 +534,7 @@ int main(int argc, char** argv) {
       std::printf("\nlayer / portable / native / workaround: time added to the load+store baseline, us per dispatch\n"
                   "  (layer: the layer's default lowering; portable: the layer with lowering=portable; blank: the way\n"
                   "  does not exist; WRONG: output differs from the CPU reference, not timed)\n"
-                  "L/N: the layer's whole time (baseline included) / the native way's\n"
+                  "L/N: the layer's whole time (baseline included) / the native way's, the median of the rounds' ratios\n"
                   "l/native, l/workar, p/workar: added time / the other's ((~0): the other adds < 5%% of the baseline)\n"
                   "rewr L / rewr P: coopmat::LowerModule, us (median of 5), with the layer's options and register\n"
                   "  layouts / without them ('r': some operation took the register path); module: vkCreateShaderModule\n"
