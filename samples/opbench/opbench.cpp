@@ -309,10 +309,9 @@ CaseResult RunCase(const sample::Context& context, const sample::Context* portab
   if (!options.checkOnly && out.base.status == "ok") {
     for (int warmup = 0; warmup < 2; ++warmup)
       for (Variant& v : variants) v.kernel->Run();
-    // Each run starts at the next variant: a variant's time depends on what ran before it
-    // (lavapipe: the ways share one output buffer, which the baseline's larger output
-    // evicts from the caches), and in a fixed order the one after the baseline always
-    // paid for that (the layer's 16x16 reductions looked 1.3x slower than native).
+    // Each round starts at the next variant: a variant's time can depend on what ran
+    // before it (lavapipe: the ways share one output buffer, the baseline writes a larger
+    // one of its own), and in a fixed order one variant would always follow the baseline.
     for (int run = 0; run < options.runs; ++run)
       for (size_t i = 0; i < variants.size(); ++i) {
         Variant& v = variants[(i + static_cast<size_t>(run)) % variants.size()];
