@@ -60,10 +60,8 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable|registers|native]\n"
-    "                        [--builtin-layouts FAMILY]"
-    " [--layouts FILE] [--shapes all|listed] [--filter TEXT] [--list]\n"
-    "                        [--dump-dir DIR]"
-    "                        [--verbose]\n"
+    "                        [--builtin-layouts FAMILY] [--layouts FILE] [--shapes all|listed] [--filter TEXT]\n"
+    "                        [--list] [--dump-dir DIR] [--verbose]\n"
     "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
     "with VK_KHR_cooperative_matrix, at every shape and type it lists, and compares each result with a CPU\n"
     "reference. Where the driver implements the extension itself, every case also runs on the driver's own\n"
