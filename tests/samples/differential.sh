@@ -40,11 +40,7 @@ case $mode in
   *) echo "differential.sh: unknown mode $mode"; exit 2 ;;
 esac
 XDG_CACHE_HOME=$work "$7" --layouts "$work/probed.txt" >/dev/null || exit 1
-sed '/use=Acc/s/index=r0,r1,/index=r1,r0,/' "$work/probed.txt" > "$work/wrong.txt"
-if cmp -s "$work/probed.txt" "$work/wrong.txt"; then
-  echo "differential: no accumulator layout of the form index=r0,r1,... to swap in $work/probed.txt"
-  exit 1
-fi
+sh "$source/tests/support/wrong_layouts.sh" "$work/probed.txt" "$work/wrong.txt" || exit 1
 VK_COOPMAT_MAINTENANCE1_LAYOUT_PROBE=false VK_COOPMAT_MAINTENANCE1_LAYOUTS_FILE=$work/wrong.txt \
   "$runner" "$work/modules" > "$work/out.txt" 2>&1
 status=$?

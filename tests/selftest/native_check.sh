@@ -13,11 +13,7 @@ rm -rf "$scratch" && mkdir -p "$scratch"
 export XDG_CACHE_HOME="$scratch/cache"
 VK_ADD_LAYER_PATH=$layer VK_INSTANCE_LAYERS=VK_LAYER_coopmat_maintenance1 \
   "$info" --layer-only --layouts "$scratch/probed.txt" >"$scratch/info.txt" 2>&1
-sed '/use=Acc/s/index=r0,r1,/index=r1,r0,/' "$scratch/probed.txt" > "$scratch/wrong.txt"
-if cmp -s "$scratch/probed.txt" "$scratch/wrong.txt"; then
-  echo "native_check: no accumulator layout of the form index=r0,r1,... to swap in $scratch/probed.txt"
-  exit 1
-fi
+sh "$(dirname "$0")/../support/wrong_layouts.sh" "$scratch/probed.txt" "$scratch/wrong.txt"
 # The suite's environment forces the product layer on (force_enable); the native pass needs
 # it to step aside.
 unset VK_COOPMAT_MAINTENANCE1_FORCE_ENABLE

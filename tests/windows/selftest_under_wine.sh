@@ -28,11 +28,7 @@ cat "$scratch/out.txt"
 grep -q "layout: .*# probed" "$scratch/out.txt" ||
   { echo "selftest_under_wine: no probed layout line: the layer did not probe on Windows"; exit 1; }
 sed -n 's/^  layout: \(layout .*\)  # probed.*/\1/p' "$scratch/out.txt" > "$scratch/probed.txt"
-sed '/use=Acc/s/index=r0,r1,/index=r1,r0,/' "$scratch/probed.txt" > "$scratch/wrong.txt"
-if cmp -s "$scratch/probed.txt" "$scratch/wrong.txt"; then
-  echo "selftest_under_wine: no accumulator layout of the form index=r0,r1,... to swap in $scratch/probed.txt"
-  exit 1
-fi
+sh "$(dirname "$0")/../support/wrong_layouts.sh" "$scratch/probed.txt" "$scratch/wrong.txt"
 status=0
 python3 "$check" --fail -- "$wine" "$scratch/$(basename "$selftest")" --shapes listed --lowering auto \
   --filter GetCoordinate --layouts "$("$wine" winepath -w "$scratch/wrong.txt" 2>/dev/null)" > "$scratch/wrong-out.txt" 2>&1 || status=$?
