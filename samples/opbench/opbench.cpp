@@ -179,8 +179,7 @@ struct CaseResult {
 
 struct Variant {
   std::unique_ptr<sample::Kernel> kernel;
-  WayResult* result;
-  std::vector<double> times;
+  WayResult* result;  // its timed dispatches go to result->runs
 };
 
 // The options VK_LAYER_coopmat_maintenance1 lowers with on this device: its matrix
@@ -274,7 +273,7 @@ CaseResult RunCase(const sample::Context& context, const sample::Context* portab
 
   std::vector<Variant> variants;
   if (auto base = prepare(context, "base_" + c.source.Name(), out.base, buffers->in, buffers->baseOut, c.source.type, input))
-    variants.push_back({std::move(base), &out.base, {}});
+    variants.push_back({std::move(base), &out.base});
   for (int w = 0; w < kWays; ++w) {
     if (!c.has[w]) continue;
     if (!available[w] || !shapeOk) {
@@ -285,7 +284,7 @@ CaseResult RunCase(const sample::Context& context, const sample::Context* portab
     const bool onPortable = w == kPortable;
     CaseBuffers& b = onPortable ? *portableBuffers : *buffers;
     if (auto kernel = prepare(onPortable ? *portable : context, shader, out.ways[w], b.in, b.out, c.result.type, expected))
-      variants.push_back({std::move(kernel), &out.ways[w], {}});
+      variants.push_back({std::move(kernel), &out.ways[w]});
     if (w == kLayer || w == kPortable) {
       // The rewrite alone, as the layer runs it at vkCreateShaderModule (median of 5).
       const std::vector<uint32_t> spirv = sample::ReadSpirv(sample::ShaderDir() + "/" + shader + ".spv");
@@ -315,14 +314,11 @@ CaseResult RunCase(const sample::Context& context, const sample::Context* portab
     for (int run = 0; run < options.runs; ++run)
       for (size_t i = 0; i < variants.size(); ++i) {
         Variant& v = variants[(i + static_cast<size_t>(run)) % variants.size()];
-        v.times.push_back(v.kernel->Run());
+        v.result->runs.push_back(v.kernel->Run());
       }
     // The fastest run: the cost of the kernel with the least interference from
     // whatever else the machine runs (the median moves with the load).
-    for (Variant& v : variants) {
-      v.result->us = *std::min_element(v.times.begin(), v.times.end());
-      v.result->runs = v.times;
-    }
+    for (Variant& v : variants) v.result->us = *std::min_element(v.result->runs.begin(), v.result->runs.end());
   }
   // lavapipe compiles to machine code at the first dispatch: count that as compilation.
   for (Variant& v : variants)
@@ -502,7 +498,8 @@ int main(int argc, char** argv) {
         char base[32] = "";
         if (timed && r.base.status == "ok") std::snprintf(base, sizeof(base), "%.1f", r.base.us);
         char ratio[32] = "";
-        if (timed && PairedRatio(r, kLayer, kNative) > 0) std::snprintf(ratio, sizeof(ratio), "%.3f", PairedRatio(r, kLayer, kNative));
+        if (const double paired = PairedRatio(r, kLayer, kNative); timed && paired > 0)
+          std::snprintf(ratio, sizeof(ratio), "%.3f", paired);
         std::printf("%s,%s,%s,%s,%s,%s,%s,%s,%s\n", c.op.c_str(), c.source.Shape().c_str(), c.TypeLabel().c_str(),
                     Added(r, kLayer, timed).c_str(), Added(r, kNative, timed).c_str(),
                     Added(r, kWorkaround, timed).c_str(), Added(r, kPortable, timed).c_str(), base, ratio);

@@ -142,14 +142,21 @@ const Driver& TheDriver() {
 Table* TableOf(const void* object) { return *static_cast<Table* const*>(object); }
 void SetTable(void* object, Table* table) { *static_cast<Table**>(object) = table; }
 
-// The layer's version of `name` for the object's instance or device.
-PFN_vkVoidFunction Dispatch(const void* object, const char* name) {
+// The layer's version of `name` for the object's instance or device, or none (an
+// extension's command the chain does not have: what vkGet*ProcAddr answer then).
+PFN_vkVoidFunction LayerCommand(const void* object, const char* name) {
   Table* table = TableOf(object);
   std::lock_guard lock(table->mutex);
   PFN_vkVoidFunction& command = table->commands[name];
   if (!command)
     command = table->device ? TheLayer().getDeviceProcAddr(static_cast<VkDevice>(table->handle), name)
                             : TheLayer().getInstanceProcAddr(static_cast<VkInstance>(table->handle), name);
+  return command;
+}
+
+// The same for a command this loader exports, which the chain must have.
+PFN_vkVoidFunction Dispatch(const void* object, const char* name) {
+  PFN_vkVoidFunction command = LayerCommand(object, name);
   if (!command) Complain(std::string("the layer returns no ") + name);
   return command;
 }
@@ -217,29 +224,33 @@ VKAPI_ATTR VkResult VKAPI_CALL DriverCreateDevice(VkPhysicalDevice physicalDevic
   return result;
 }
 
-PFN_vkGetDeviceProcAddr DriverDeviceProcAddr(VkDevice device) { return TableOf(device)->driverGetDeviceProcAddr; }
+// The driver's device command.
+template <typename F>
+F DriverDeviceCommand(VkDevice device, const char* name) {
+  return reinterpret_cast<F>(TableOf(device)->driverGetDeviceProcAddr(device, name));
+}
 
 VKAPI_ATTR void VKAPI_CALL DriverDestroyDevice(VkDevice device, const VkAllocationCallbacks* alloc) {
   if (!device) return;
   Table* table = TableOf(device);
-  reinterpret_cast<PFN_vkDestroyDevice>(DriverDeviceProcAddr(device)(device, "vkDestroyDevice"))(device, alloc);
+  DriverDeviceCommand<PFN_vkDestroyDevice>(device, "vkDestroyDevice")(device, alloc);
   delete table;
 }
 
 VKAPI_ATTR void VKAPI_CALL DriverGetDeviceQueue(VkDevice device, uint32_t family, uint32_t index, VkQueue* queue) {
-  reinterpret_cast<PFN_vkGetDeviceQueue>(DriverDeviceProcAddr(device)(device, "vkGetDeviceQueue"))(device, family, index, queue);
+  DriverDeviceCommand<PFN_vkGetDeviceQueue>(device, "vkGetDeviceQueue")(device, family, index, queue);
   if (*queue) SetTable(*queue, TableOf(device));
 }
 
 VKAPI_ATTR void VKAPI_CALL DriverGetDeviceQueue2(VkDevice device, const VkDeviceQueueInfo2* info, VkQueue* queue) {
-  reinterpret_cast<PFN_vkGetDeviceQueue2>(DriverDeviceProcAddr(device)(device, "vkGetDeviceQueue2"))(device, info, queue);
+  DriverDeviceCommand<PFN_vkGetDeviceQueue2>(device, "vkGetDeviceQueue2")(device, info, queue);
   if (*queue) SetTable(*queue, TableOf(device));
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL DriverAllocateCommandBuffers(VkDevice device, const VkCommandBufferAllocateInfo* info,
                                                             VkCommandBuffer* buffers) {
-  const VkResult result = reinterpret_cast<PFN_vkAllocateCommandBuffers>(
-      DriverDeviceProcAddr(device)(device, "vkAllocateCommandBuffers"))(device, info, buffers);
+  const VkResult result =
+      DriverDeviceCommand<PFN_vkAllocateCommandBuffers>(device, "vkAllocateCommandBuffers")(device, info, buffers);
   if (result == VK_SUCCESS)
     for (uint32_t i = 0; i < info->commandBufferCount; ++i) SetTable(buffers[i], TableOf(device));
   return result;
@@ -260,7 +271,7 @@ PFN_vkVoidFunction DeviceCommandOfTheLoader(const std::string& n) {
 
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DriverGetDeviceProcAddr(VkDevice device, const char* name) {
   if (PFN_vkVoidFunction own = DeviceCommandOfTheLoader(name)) return own;
-  return DriverDeviceProcAddr(device)(device, name);
+  return DriverDeviceCommand<PFN_vkVoidFunction>(device, name);
 }
 
 VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL DriverGetInstanceProcAddr(VkInstance instance, const char* name) {
@@ -329,12 +340,12 @@ __declspec(dllexport) PFN_vkVoidFunction VKAPI_CALL vkGetInstanceProcAddr(VkInst
   if (n == "vkCreateInstance") return reinterpret_cast<PFN_vkVoidFunction>(&vkCreateInstance);
   if (n == "vkCreateDevice") return reinterpret_cast<PFN_vkVoidFunction>(&vkCreateDevice);
   if (!instance) return Ready() ? TheDriver().getInstanceProcAddr(VK_NULL_HANDLE, name) : nullptr;
-  return Dispatch(instance, name);
+  return LayerCommand(instance, name);
 }
 
 __declspec(dllexport) PFN_vkVoidFunction VKAPI_CALL vkGetDeviceProcAddr(VkDevice device, const char* name) {
   if (std::strcmp(name, "vkGetDeviceProcAddr") == 0) return reinterpret_cast<PFN_vkVoidFunction>(&vkGetDeviceProcAddr);
-  return Dispatch(device, name);
+  return LayerCommand(device, name);
 }
 
 __declspec(dllexport) VkResult VKAPI_CALL vkEnumerateInstanceLayerProperties(uint32_t* count, VkLayerProperties* properties) {
