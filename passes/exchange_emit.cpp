@@ -230,14 +230,17 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
       case Kind::LaneSwap: {
         // Lanes whose two bits differ take every word from lane L ^ both bits; the
         // received word is the select's when-false operand, where AMD folds it (DPP).
-        const uint32_t both = mask | 1u << stage.otherLaneBit;
+        // With bit 5 the word crosses the halves of 64 lanes first (v_permlane64), then
+        // the other bit: AMD has no single instruction for that mask.
         const uint32_t differ = b.And(b.Xor(b.ShiftRight(fs.lane, b.U(stage.laneBit)), b.ShiftRight(fs.lane, b.U(stage.otherLaneBit))),
                                       b.U(1));
         const uint32_t same = b.Emit(spv::Op::OpIEqual, t.Bool(), {differ, b.U(0)});
         next.resize(n);
         for (const auto& group : Groups(Elements(n), perWord, pairBits[s])) {
           const uint32_t word = pack(v, group);
-          const auto kept = packer.Unpack(select(same, word, ShuffleXor(b, word, both)), group.size());
+          uint32_t received = word;
+          for (uint32_t exchange : LaneSwapExchanges(stage.laneBit, stage.otherLaneBit)) received = ShuffleXor(b, received, exchange);
+          const auto kept = packer.Unpack(select(same, word, received), group.size());
           for (size_t i = 0; i < group.size(); ++i) next[group[i]] = kept[i];
         }
         break;

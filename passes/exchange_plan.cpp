@@ -42,10 +42,6 @@ struct Step {
   uint32_t laneBit, token;  // token: the index bit's coordinate taken (Swap, Drop); LaneSwap: the other lane bit
 };
 
-// Whether an exchange between lanes L and L ^ mask of two lane bits is one instruction
-// on AMD (DPP within 16 lanes, v_permlanex16 across them), not bit 5 with another.
-bool CheapLaneSwap(uint32_t j, uint32_t k) { return j != k && j != 5 && k != 5; }
-
 struct Visit {
   uint64_t cost;
   State parent;
@@ -106,9 +102,16 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
       case Kind::Swap: return (foldedLaneBits >> step.laneBit & 1 ? 2 : 4) * words(n / 2);
       case Kind::Replicate: return 3 * words(n);
       case Kind::Drop: return words(n / 2);
-      case Kind::LaneSwap: {  // the exchange and a select per word, or the select alone with the exchange folded in
-        const uint32_t both = 1u << step.laneBit | 1u << step.token;
-        return ((both & ~foldedLaneBits) == 0 ? 1 : 2) * words(n);
+      case Kind::LaneSwap: {
+        // The exchange and a select per word, or the select alone with the exchange
+        // folded in. Across bit 5 (two exchanges) both count, though AMD folds the
+        // second: counted as folded, navi31 wave64's transposes Acc -> B took a lane swap
+        // before their replications instead of after (ACO, lowering=registers: 107 / 72
+        // -> 108 / 76 and 99 / 68 -> 101 / 72); counted so, they keep their plans and
+        // gfx1201 wave64's A <-> Acc moves still take it (72 / 63 -> 60 / 53 for f16 A -> f32 Acc).
+        const auto exchanges = LaneSwapExchanges(step.laneBit, step.token);
+        const bool folded = exchanges.size() == 1 && (exchanges[0] & ~foldedLaneBits) == 0;
+        return (folded ? 1 : 1 + exchanges.size()) * words(n);
       }
     }
     return 0;
@@ -183,7 +186,7 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
     for (uint32_t j = 0; j < laneBits; ++j)
       for (uint32_t k = j + 1; k < laneBits; ++k) {
         const uint32_t a = LaneToken(state, j), z = LaneToken(state, k);
-        if (a == z || !CheapLaneSwap(j, k) || (a != LaneToken(goal, k) && z != LaneToken(goal, j))) continue;
+        if (a == z || (a != LaneToken(goal, k) && z != LaneToken(goal, j))) continue;
         relax(WithLaneToken(WithLaneToken(state, j, z), k, a), {Kind::LaneSwap, j, k});
       }
   }
@@ -209,7 +212,9 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
       plan.words += 1;
       plan.cost += 5;
     } else {
-      plan.words += wordsSent(step, n);
+      // A lane swap across bit 5 sends each word twice; it is repacked once.
+      const size_t sends = step.kind == Kind::LaneSwap ? LaneSwapExchanges(step.laneBit, step.token).size() : 1;
+      plan.words += static_cast<uint32_t>(sends) * wordsSent(step, n);
       plan.cost += static_cast<uint32_t>(costOf(step, n));
     }
     switch (step.kind) {

@@ -100,8 +100,8 @@ uint32_t EncodedShuffle(Builder& b, uint32_t value, const std::function<uint32_t
 //              keeps the half of its elements its lane bit selects (no exchange).
 //   LaneSwap:  lane bits `laneBit` and `otherLaneBit` trade coordinates: lanes whose
 //              two bits differ exchange every word with lane L ^ both bits (a cycle
-//              among lane bits in one stage; never a mask with bit 5 and another, which
-//              AMD has no single instruction for).
+//              among lane bits in one stage; with bit 5, two exchanges in a row:
+//              LaneSwapExchanges).
 // Narrow values travel packed, two or four per 32-bit word. After the stages the
 // destination element r is element order[r] (index bits renamed for free).
 struct ExchangeStage {
@@ -111,6 +111,15 @@ struct ExchangeStage {
   uint32_t indexBit = 0;      // Swap, Drop
   uint32_t otherLaneBit = 0;  // LaneSwap
 };
+// The exchanges of a lane swap of bits j and k (lanes L and L ^ both bits): one
+// (DPP within 16 lanes, v_permlanex16 across them on AMD), or, with bit 5, the
+// exchange across the halves of 64 lanes (v_permlane64) and then the other bit's:
+// AMD has no single instruction for a mask with bit 5 and another (EmitExchanges).
+inline std::vector<uint32_t> LaneSwapExchanges(uint32_t j, uint32_t k) {
+  if (j != 5 && k != 5) return {1u << j | 1u << k};
+  return {1u << 5, 1u << (j == 5 ? k : j)};
+}
+
 // Whether a swap stage moves 8-bit values within one whole word (EmitExchanges'
 // SwapWithinWord; the planner counts it so): a lane holds four values, one word, so the
 // halves a swap sends would each take a word of their own. Measured (gfx1201, 16x16 Acc

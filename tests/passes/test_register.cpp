@@ -550,7 +550,7 @@ TEST_CASE("register coordinates: the emitted lane arithmetic matches every built
 // only constant single-bit XOR shuffles, as many as the plan says, whether exchanges
 // across lane bits 0-3 send one element of each pair or both (AMD's folded DPP).
 TEST_CASE("register path: exchange stages bring every element to its place", "[register]") {
-  size_t planned = 0, gfx11Wave32AccToA = 0, replicated = 0, dropped = 0, laneSwaps = 0;
+  size_t planned = 0, gfx11Wave32AccToA = 0, replicated = 0, dropped = 0, laneSwaps = 0, acrossHalves = 0;
   for (auto family : {coopmat::DriverFamily::Lavapipe, coopmat::DriverFamily::RadvGfx11, coopmat::DriverFamily::RadvGfx12,
                       coopmat::DriverFamily::CdnaMfma, coopmat::DriverFamily::NvidiaMma})
     for (uint32_t size : {8u, 32u, 64u}) {
@@ -583,6 +583,8 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
                   from.key.use == coopmat::kUseAccumulator && to.key.use == coopmat::kUseA)
                 ++gfx11Wave32AccToA;
               if ((planned - 1) % passtest::ExhaustiveStride() != 0) continue;
+              for (const auto& stage : plan->exchanges->stages)
+                acrossHalves += stage.kind == coopmat::ExchangeStage::Kind::LaneSwap && (stage.laneBit == 5 || stage.otherLaneBit == 5);
               // Each value is its coordinate's number (row-major in the source's shape),
               // in `width`-bit digits, one run per digit.
               const uint32_t coordinates = from.key.rows * from.key.cols;
@@ -628,7 +630,7 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
                   ++shuffles;
                   const auto mask = types.ConstantValue(inst.operands.back());
                   REQUIRE(mask);
-                  // One lane bit, or two for a lane swap (never bit 5 with another).
+                  // One lane bit, or two for a lane swap (bit 5 crosses alone: LaneSwapExchanges).
                   CHECK(std::popcount(*mask) >= 1);
                   CHECK(std::popcount(*mask) <= 2);
                   if (std::popcount(*mask) == 2) {
@@ -644,6 +646,7 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
   CHECK(replicated > 0);
   CHECK(dropped > 0);
   if (passtest::ExhaustiveStride() == 1) CHECK(laneSwaps > 0);  // counted in the evaluated cases
+  CHECK(acrossHalves > 0);  // GFX12 wave64 A <-> Acc: lane bits 2 and 5 trade
   CHECK(planned > 100);
 }
 
