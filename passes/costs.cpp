@@ -43,6 +43,9 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
       // (scripts/measure/kernel_vs_radv.py). The round trip wins past these costs;
       // where its scratch would cost occupancy the budget takes exchanges anyway
       // (lower.cpp), and lowering=registers takes them everywhere.
+      // scripts/measure/round_trip_costs.py measures every conversion and transpose both
+      // ways and prints the thresholds that route them with the least regret (wave32 12-19,
+      // wave64 0-13 at this writing); the lane's amd.round_trip_costs keeps these in them.
       options.roundTripCost = {{32, 12}, {64, 13}};
       // RADV runs compute in WGP mode: the WGP's 128 KiB of LDS is shared by the
       // workgroups resident on it (a workgroup may use up to 64 KiB).
@@ -57,8 +60,9 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
       // instructions against 60-131 for the round trip (f16 Acc -> B, transposes to A);
       // GetCoordinate, PerElementOp and the reductions are at or below the workaround.
       // Exchanges (ExchangePlan; a shfl per word sent, no folding): f16 Acc -> B,
-      // seven stages, plan cost 56: 141 instructions / 607 static cycles against
-      // 66 / 422 for the round trip; transposes to A likewise (137-147 against 62-72).
+      // plan cost 24: 88 instructions / 505 static cycles against 66 / 422 for the
+      // round trip; transposes to A likewise (84-98 against 62-80; Ampere and Turing,
+      // scripts/measure/round_trip_costs.py: any threshold up to 23 routes them so).
       options.registerMovesWithShuffles = false;
       options.roundTripCost = {{32, 16}};
       break;

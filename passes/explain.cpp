@@ -35,7 +35,8 @@ std::string ExplainLowering(const LowerResult& result, const std::string& where)
   if (!result.routeNote.empty()) text += result.routeNote + "\n";
   for (const OperationReport& op : result.operations) {
     text += Located(op) + ": ";
-    text += op.registerPath ? "register path" : "portable path (" + op.portableReason + ")";
+    if (op.registerPath) text += op.registerNote.empty() ? "register path" : "register path (" + op.registerNote + ")";
+    else text += "portable path (" + op.portableReason + ")";
     text += "; scratch " + std::to_string(op.scratchBytes) + " bytes";
     if (op.scratchSpecialized) text += " + a size set by specialization constants";
     text += "; " + Microseconds(op.microseconds) + "\n";

@@ -147,7 +147,7 @@ struct Strategy {
   uint32_t midComponent = 0, midRows = 0, midCols = 0;  // the intermediate (Convert*/Move* routes)
   MatrixUse midUse = MatrixUse::Accumulator;
   std::optional<GatherPlan> registers;  // the route's move in registers; none: the scratch
-  std::optional<std::pair<uint32_t, uint32_t>> declinedExchanges;  // (exchanges, round trip): the round trip was cheaper
+  std::optional<MoveCosts> moveCosts;  // the last exchange plan's costs and whether it was taken
   bool UsesScratch() const { return !registers; }
 };
 
@@ -163,11 +163,15 @@ std::optional<uint32_t> RoundTripCost(const Context& c, const GatherPlan& plan) 
 }
 
 // A register move's plan when the shuffled values can cross lanes; `shuffled` is
-// the scalar type that moves.
+// the scalar type that moves. `costs` says what decided where exchanges were planned
+// (a plan without them clears it).
 std::optional<GatherPlan> MovePlan(const Context& c, const LinearLayout* from, const LinearLayout* to, bool transpose,
-                                   uint32_t shuffled, std::optional<std::pair<uint32_t, uint32_t>>& declined) {
+                                   uint32_t shuffled, std::optional<MoveCosts>& costs) {
   auto plan = PlanRegisterMove(c, from, to, transpose);
-  if (!plan || !plan->NeedsShuffle()) return plan;
+  if (!plan || !plan->NeedsShuffle()) {
+    if (plan) costs.reset();
+    return plan;
+  }
   if (!CanShuffle(c, shuffled)) return std::nullopt;
   // A move that is a few exchanges of packed words between lanes one bit apart
   // (constant XOR shuffles, DPP/permlane on AMD) instead of a shuffle with a
@@ -175,11 +179,13 @@ std::optional<GatherPlan> MovePlan(const Context& c, const LinearLayout* from, c
   // this family, the round trip (unless the shared-memory budget wants registers).
   if (auto exchanges = PlanExchanges(from, to, transpose, c.types.ScalarWidth(shuffled), c.options.foldedShuffleLaneBits)) {
     const auto roundTrip = RoundTripCost(c, *exchanges);
-    if (c.options.registerMovesWithShuffles || !roundTrip || exchanges->exchanges->cost <= *roundTrip) return exchanges;
-    declined = {exchanges->exchanges->cost, *roundTrip};
+    const uint32_t cost = exchanges->exchanges->cost;
+    costs = MoveCosts{cost, roundTrip, c.options.registerMovesWithShuffles || !roundTrip || cost <= *roundTrip};
+    if (costs->taken) return exchanges;
     return std::nullopt;
   }
   if (!c.options.registerMovesWithShuffles) return std::nullopt;
+  costs.reset();
   return plan;
 }
 
@@ -193,7 +199,7 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
     s.route = Route::Move;
     // A signedness change is a bitcast of each element.
     if (from.componentType == to.componentType || CanConvertScalars(c, from.componentType, to.componentType))
-      s.registers = MovePlan(c, fromLayout, toLayout, transpose, from.componentType, s.declinedExchanges);
+      s.registers = MovePlan(c, fromLayout, toLayout, transpose, from.componentType, s.moveCosts);
     return s;
   }
   // A specialization-constant Use is not known here: no intermediate matrix can be
@@ -209,8 +215,8 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
     s.midCols = cols;
     s.midUse = use;
     const LinearLayout* mid = RegisterLayout(c, component, rows, cols, use);
-    if (route == Route::ConvertThenMove) s.registers = MovePlan(c, mid, toLayout, transpose, to.componentType, s.declinedExchanges);
-    else s.registers = MovePlan(c, fromLayout, mid, transpose, from.componentType, s.declinedExchanges);
+    if (route == Route::ConvertThenMove) s.registers = MovePlan(c, mid, toLayout, transpose, to.componentType, s.moveCosts);
+    else s.registers = MovePlan(c, fromLayout, mid, transpose, from.componentType, s.moveCosts);
   };
   if (from.use == MatrixUse::Accumulator && c.IsSupportedMatrix(to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator)) {
     intermediate(Route::ConvertThenMove, to.componentType, from.rowsId, from.colsId, MatrixUse::Accumulator);
@@ -230,7 +236,7 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
   // when that is the destination's).
   if (CanConvertScalars(c, from.componentType, to.componentType)) {
     const uint32_t narrower = t.ScalarWidth(to.componentType) < t.ScalarWidth(from.componentType) ? to.componentType : from.componentType;
-    if (auto plan = MovePlan(c, fromLayout, toLayout, transpose, narrower, s.declinedExchanges)) {
+    if (auto plan = MovePlan(c, fromLayout, toLayout, transpose, narrower, s.moveCosts)) {
       s.route = Route::Scalars;
       s.registers = plan;
     }
@@ -331,9 +337,9 @@ bool ConversionUsesScratch(Context& c, const ir::Instruction& inst) {
   return Choose(c, inst, shape.from, shape.to, shape.transpose).UsesScratch();
 }
 
-std::optional<std::pair<uint32_t, uint32_t>> DeclinedExchangeCost(Context& c, const ir::Instruction& inst) {
+std::optional<MoveCosts> ConversionMoveCosts(Context& c, const ir::Instruction& inst) {
   const ConversionShape shape = CheckConversion(c, inst);
-  return Choose(c, inst, shape.from, shape.to, shape.transpose).declinedExchanges;
+  return Choose(c, inst, shape.from, shape.to, shape.transpose).moveCosts;
 }
 
 void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst) {

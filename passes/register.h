@@ -175,9 +175,15 @@ bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueT
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
                     uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
 
-// The costs (exchanges, round trip) that sent the conversion `inst` through the round
-// trip at the active subgroup size; nullopt when they did not decide.
-std::optional<std::pair<uint32_t, uint32_t>> DeclinedExchangeCost(Context& c, const ir::Instruction& inst);
+// What decided a conversion's route at the active subgroup size where its move has
+// exchanges: their planned cost against the round trip's measured one (passes/costs.cpp).
+struct MoveCosts {
+  uint32_t exchanges = 0;             // ExchangePlan::cost, instructions per lane
+  std::optional<uint32_t> roundTrip;  // LowerOptions::roundTripCost here; none where not measured
+  bool taken = false;                 // the exchanges were taken; false: the round trip
+};
+// nullopt when the conversion `inst` has no exchange plan at the active subgroup size.
+std::optional<MoveCosts> ConversionMoveCosts(Context& c, const ir::Instruction& inst);
 
 // EmitGather's form for a plan with exchanges (exchange_emit.cpp).
 uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,

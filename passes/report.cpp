@@ -54,6 +54,7 @@ std::vector<CoopMatType> MatricesOf(Context& c, const ir::Instruction& inst) {
 }
 
 std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst);
+bool IsConversion(const ir::Instruction& inst);
 
 std::string PortableReason(Context& c, const ir::Instruction& inst) {
   if (c.options.layouts.empty())
@@ -64,10 +65,7 @@ std::string PortableReason(Context& c, const ir::Instruction& inst) {
   std::string registers, why;
   for (uint32_t size : c.subgroupSizes) {
     ActiveSubgroupSize active(c, size);
-    const bool conversion = inst.opcode != spv::Op::OpCooperativeMatrixGetCoordinateEXT &&
-                            inst.opcode != spv::Op::OpCooperativeMatrixPerElementOpEXT &&
-                            inst.opcode != spv::Op::OpCooperativeMatrixReduceEXT;
-    const std::string reason = conversion && !ConversionUsesScratch(c, inst) ? "" : ReasonAtOneSize(c, inst);
+    const std::string reason = IsConversion(inst) && !ConversionUsesScratch(c, inst) ? "" : ReasonAtOneSize(c, inst);
     if (reason.empty()) {
       registers += (registers.empty() ? "" : ", ") + std::to_string(size);
     } else if (why.empty()) {
@@ -92,15 +90,46 @@ std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst) {
     return "the register reduction has no plan for this reduction mode and shape";
   if (inst.opcode == spv::Op::OpCooperativeMatrixGetCoordinateEXT || inst.opcode == spv::Op::OpCooperativeMatrixPerElementOpEXT)
     return "";  // its layouts are all there: nothing at this size
-  if (const auto costs = DeclinedExchangeCost(c, inst))
-    return "its register move is exchanges costing about " + std::to_string(costs->first) +
-           " instructions per lane, more than the Workgroup round trip's " + std::to_string(costs->second) +
+  if (const auto costs = ConversionMoveCosts(c, inst); costs && !costs->taken && costs->roundTrip)
+    return "its register move is exchanges costing about " + std::to_string(costs->exchanges) +
+           " instructions per lane, more than the Workgroup round trip's " + std::to_string(*costs->roundTrip) +
            " on this driver family at this subgroup size (measured: passes/costs.cpp)";
   if (!c.options.registerMovesWithShuffles)
     return "the move needs shuffles, and on this driver family the Workgroup round trip is cheaper (measured: "
            "passes/costs.cpp)";
   return "no register move between these layouts (needs more than one shuffle per element, or an intermediate "
          "type the driver does not list)";
+}
+
+bool IsConversion(const ir::Instruction& inst) {
+  return inst.opcode != spv::Op::OpCooperativeMatrixGetCoordinateEXT &&
+         inst.opcode != spv::Op::OpCooperativeMatrixPerElementOpEXT && inst.opcode != spv::Op::OpCooperativeMatrixReduceEXT;
+}
+
+// What sent a conversion's move into registers as exchanges at the active size.
+std::string ExchangesTakenAtOneSize(Context& c, const ir::Instruction& inst) {
+  const auto costs = ConversionMoveCosts(c, inst);
+  if (!costs || !costs->taken) return "";
+  const std::string exchanges = "exchanges costing about " + std::to_string(costs->exchanges) + " instructions per lane";
+  if (!costs->roundTrip) return exchanges + " (no round-trip cost is measured for this driver family)";
+  const std::string roundTrip = "the Workgroup round trip's " + std::to_string(*costs->roundTrip);
+  if (costs->exchanges <= *costs->roundTrip)
+    return exchanges + ", at most " + roundTrip + " on this driver family at this subgroup size (measured: passes/costs.cpp)";
+  return exchanges + ", more than " + roundTrip + ", taken anyway (lowering=registers, or the shared-memory budget)";
+}
+
+// The same at each subgroup size the module is lowered for.
+std::string RegisterNote(Context& c, const ir::Instruction& inst) {
+  if (!IsConversion(inst)) return "";
+  if (c.subgroupSizes.size() < 2) return ExchangesTakenAtOneSize(c, inst);
+  std::string text;
+  for (uint32_t size : c.subgroupSizes) {
+    ActiveSubgroupSize active(c, size);
+    if (ConversionUsesScratch(c, inst)) continue;
+    const std::string note = ExchangesTakenAtOneSize(c, inst);
+    if (!note.empty()) text += (text.empty() ? "" : "; ") + std::string("at subgroup size ") + std::to_string(size) + ": " + note;
+  }
+  return text;
 }
 
 }  // namespace
@@ -113,7 +142,8 @@ OperationReport ReportOperation(Context& c, const ir::Function& function, const 
   report.functionId = function.definition.resultId;
   report.functionName = NameOf(c.module, report.functionId);
   report.registerPath = TakesRegisterPath(c, inst);
-  if (!report.registerPath) report.portableReason = PortableReason(c, inst);
+  if (report.registerPath) report.registerNote = RegisterNote(c, inst);
+  else report.portableReason = PortableReason(c, inst);
   return report;
 }
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "coopmat/inspect.h"
 #include "coopmat/lower.h"
 #include "register.h"
 #include "striped_layout.h"
@@ -674,6 +675,54 @@ TEST_CASE("register path: a conversion with registers at one subgroup size only 
   for (const auto& op : result.operations)
     mixed += op.portableReason.find("registers at subgroup size 32; the scratch at subgroup size 64") != std::string::npos;
   CHECK(mixed > 0);
+}
+
+// What decided each conversion's route is in its report, as the explain file shows it:
+// the exchange plan's cost beside the round trip's measured one, for the moves taken
+// (at most it) and declined (more). On GFX11 wave32 Acc f16 -> B is one replication
+// (taken), Acc f16 -> A four stages (declined); their costs are the planner's own,
+// computed here from the built-in layouts.
+TEST_CASE("register path: the report names the exchange cost and the round trip's for every conversion it decided", "[register]") {
+  coopmat::LowerOptions options;
+  options.maxSharedMemoryBytes = 65536;
+  options.layouts = Builtin(coopmat::DriverFamily::RadvGfx11, 32);
+  options.subgroupSizes = {32};
+  coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, options);
+  const uint32_t roundTrip = options.roundTripCost.at(32);
+  auto layout = [&](uint32_t use) {
+    for (const auto& l : options.layouts)
+      if (l.key.componentType == coopmat::kTypeF16 && l.key.use == use && l.key.rows == 16) return &l;
+    FAIL("no f16 16x16 layout");
+    return static_cast<const LinearLayout*>(nullptr);
+  };
+  auto planCost = [&](uint32_t use) {
+    const auto plan = coopmat::PlanExchanges(layout(coopmat::kUseAccumulator), layout(use), false, 16, options.foldedShuffleLaneBits);
+    REQUIRE(plan);
+    return plan->exchanges->cost;
+  };
+  const uint32_t toB = planCost(coopmat::kUseB), toA = planCost(coopmat::kUseA);
+  REQUIRE(toB <= roundTrip);
+  REQUIRE(toA > roundTrip);
+  const auto result = coopmat::LowerModule(passtest::LoadShader("register16", "spirv1.6"), options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  const std::string taken = "exchanges costing about " + std::to_string(toB) +
+                            " instructions per lane, at most the Workgroup round trip's " + std::to_string(roundTrip) + " ";
+  const std::string declined = "exchanges costing about " + std::to_string(toA) +
+                               " instructions per lane, more than the Workgroup round trip's " + std::to_string(roundTrip) + " ";
+  size_t takenSeen = 0, declinedSeen = 0;
+  for (const auto& op : result.operations) {
+    INFO(op.operation << ": " << (op.registerPath ? op.registerNote : op.portableReason));
+    takenSeen += op.registerPath && op.registerNote.find(taken) != std::string::npos;
+    declinedSeen += !op.registerPath && op.portableReason.find(declined) != std::string::npos;
+    // Only conversions carry a note, and only a taken one sits on the register path.
+    if (op.operation.find("Convert") == std::string::npos) CHECK(op.registerNote.empty());
+    CHECK((op.registerNote.find("more than") == std::string::npos));
+  }
+  CHECK(takenSeen >= 1);     // Acc f16 -> B
+  CHECK(declinedSeen >= 1);  // Acc f16 -> A
+  const std::string text = coopmat::ExplainLowering(result, "test");
+  CHECK(text.find("register path (" + taken) != std::string::npos);
 }
 
 // ---- Review 4b565b7 finding 19: the per-size switch's default ------------------

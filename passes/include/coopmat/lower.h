@@ -204,6 +204,7 @@ struct OperationReport {
   std::string functionName;    // the function's OpName, when the module has one
   bool registerPath = false;   // false: the portable path (Workgroup scratch or learned tables)
   std::string portableReason;  // why not in registers (empty on the register path)
+  std::string registerNote;    // on the register path, what decided it where costs did (a conversion's exchanges)
   uint32_t scratchBytes = 0;   // scratch this operation needs per subgroup (constant sizes)
   bool scratchSpecialized = false;  // its scratch size depends on specialization constants
   double microseconds = 0;     // time spent rewriting this operation
