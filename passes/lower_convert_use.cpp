@@ -7,7 +7,9 @@
 // registers, when the driver is known to support that intermediate type, or on
 // the scalars in the scratch, which declares no matrix type the module lacks.
 #include <algorithm>
+#include <bit>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "register.h"
@@ -20,14 +22,60 @@ bool SameComponentOrSignedness(TypeManager& t, uint32_t a, uint32_t b) {
   return t.IsIntType(a) && t.IsIntType(b) && t.ScalarWidth(a) == t.ScalarWidth(b);
 }
 
-// Stores `value` (of `from`) and loads it as `to`; `resultId` names the load.
+// The scratch accesses one lane makes to store or load a matrix of `layout` in the
+// given order (ACO, NAK and llvmpipe merge a lane's consecutive addresses into one
+// access of up to 16 bytes): the element index bits decide which address bits a lane's
+// elements vary in; a run of consecutive addresses covers the low ones. None when the
+// layout mixes bits or the dimensions are not powers of two.
+std::optional<uint32_t> ScratchAccesses(const LinearLayout& layout, bool columnMajor, uint32_t bytes) {
+  const uint32_t rows = layout.key.rows, cols = layout.key.cols;
+  if (!std::has_single_bit(rows) || !std::has_single_bit(cols)) return std::nullopt;
+  const uint32_t rowShift = columnMajor ? 0 : std::countr_zero(cols), colShift = columnMajor ? std::countr_zero(rows) : 0;
+  uint32_t addressBits = 0;
+  for (const BitImage& image : layout.indexBits) {
+    if (std::popcount(image.rowMask) + std::popcount(image.colMask) != 1) return std::nullopt;
+    addressBits |= image.rowMask ? image.rowMask << rowShift : image.colMask << colShift;
+  }
+  const uint32_t runBits = static_cast<uint32_t>(std::countr_one(addressBits));
+  const uint32_t runs = 1u << (std::popcount(addressBits) - runBits);
+  return runs * std::max(1u, ((1u << runBits) * bytes + 15) / 16);
+}
+
+// Whether a round trip's scratch should hold the matrix column-major: where the lanes'
+// stores of `from` (nullopt: not stored by a matrix store) and loads of `to` (column-major
+// when the order and the transpose differ) make fewer accesses so, as the register layouts
+// say; row-major where they are unknown, equal, or the columns would not be whole words.
+bool ScratchColumnMajor(const Context& c, const std::optional<CoopMatType>& from, const CoopMatType& to, bool transpose) {
+  const auto rows = c.types.ConstantValue(transpose ? to.colsId : to.rowsId);
+  if (!rows || (*rows * to.componentBytes) % 4 != 0 || (from && (*rows * from->componentBytes) % 4 != 0)) return false;
+  auto accesses = [&](bool columnMajor) -> std::optional<uint32_t> {
+    uint32_t total = 0;
+    if (from) {
+      const LinearLayout* layout = RegisterLayout(c, *from);
+      const auto n = layout ? ScratchAccesses(*layout, columnMajor, from->componentBytes) : std::nullopt;
+      if (!n) return std::nullopt;
+      total += *n;
+    }
+    const LinearLayout* layout = RegisterLayout(c, to);
+    const auto n = layout ? ScratchAccesses(*layout, columnMajor != transpose, to.componentBytes) : std::nullopt;
+    if (!n) return std::nullopt;
+    return total + *n;
+  };
+  const auto rowMajor = accesses(false), columnMajor = accesses(true);
+  return rowMajor && columnMajor && *columnMajor < *rowMajor;
+}
+
+// Stores `value` (of `from`) and loads it as `to`, in the order ScratchColumnMajor picks;
+// `resultId` names the load.
 uint32_t RoundTrip(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& from, const CoopMatType& to,
                    bool transpose, uint32_t resultId = 0) {
   Scratch& scratch = b.context().scratch;
-  scratch.StoreMatrix(b, fs, value, from);
-  // The stored matrix's row stride; a column-major load with it reads the transpose.
-  const uint32_t stride = scratch.StrideWords(b, from);
-  return scratch.LoadMatrix(b, fs, to, transpose, stride, resultId);
+  const bool columnMajor = ScratchColumnMajor(b.context(), from, to, transpose);
+  scratch.StoreMatrix(b, fs, value, from, columnMajor);
+  // The stored matrix's stride; a load in the other order reads the transpose.
+  const uint32_t stride = columnMajor ? scratch.StrideWords(b, from.rowsId, from.componentBytes, from.id)
+                                      : scratch.StrideWords(b, from);
+  return scratch.LoadMatrix(b, fs, to, transpose != columnMajor, stride, resultId);
 }
 
 CoopMatType MakeType(Context& c, uint32_t component, uint32_t scope, uint32_t rows, uint32_t cols, MatrixUse use) {
@@ -55,7 +103,7 @@ uint32_t Convert(Builder& b, spv::Op op, uint32_t type, uint32_t operand, bool s
   return id;
 }
 
-// Element k (row-major) of the source in the slice. Integers come back as a
+// Element k (in the order it was stored) of the source in the slice. Integers come back as a
 // 32-bit uint, sign- or zero-extended; floats as the component type.
 uint32_t ReadWide(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t k, bool signExtend) {
   Scratch& scratch = b.context().scratch;
@@ -93,18 +141,22 @@ uint32_t ConvertScalar(Builder& b, FunctionState& fs, spv::Op op, const CoopMatT
 }
 
 // Converts component type and Use through the scratch, with scalar conversions
-// only: the source goes row-major into the slice; each lane converts whole
+// only: the source goes into the slice (row-major, or column-major where
+// ScratchColumnMajor says the lanes' accesses are fewer so); each lane converts whole
 // destination words (so elements packed into one word have one writer) into a
 // second region laid out in the source's order; the destination is loaded from
-// there (column-major for a transpose).
+// there (in the other order for a transpose).
 void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst, const CoopMatType& from,
                       const CoopMatType& to, bool transpose, bool saturate) {
   TypeManager& t = b.types();
   Scratch& scratch = b.context().scratch;
-  // The destination region's rows are the source's rows in `to`'s element size.
-  const uint32_t destStride = scratch.StrideWords(b, from.colsId, to.componentBytes, to.id);
+  // Both regions hold the source's shape in one order (ScratchColumnMajor), the
+  // destination region in `to`'s element size: element k of one is element k of the other.
+  const bool columnMajor = ScratchColumnMajor(b.context(), from, to, transpose);
+  const uint32_t destStride = columnMajor ? scratch.StrideWords(b, from.rowsId, to.componentBytes, to.id)
+                                          : scratch.StrideWords(b, from.colsId, to.componentBytes, to.id);
   scratch.Require(from, to.componentBytes);
-  scratch.StoreMatrix(b, fs, inst.operands[0], from);
+  scratch.StoreMatrix(b, fs, inst.operands[0], from, columnMajor);
   const uint32_t elements = b.Mul(from.rowsId, from.colsId);
   const uint32_t sourceWords = b.Div(b.Mul(elements, b.U(from.componentBytes)), b.U(4));
   const uint32_t perWord = 4 / to.componentBytes;
@@ -112,7 +164,8 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
   b.Loop(fs.lane, destWords, fs.subgroupSize, [&](uint32_t w) {
     std::vector<uint32_t> converted;
     for (uint32_t j = 0; j < perWord; ++j)
-      converted.push_back(ConvertScalar(b, fs, inst.opcode, from, to, b.Add(b.Mul(w, b.U(perWord)), b.U(j)), saturate));
+      converted.push_back(
+          ConvertScalar(b, fs, inst.opcode, from, to, b.Add(b.Mul(w, b.U(perWord)), b.U(j)), saturate));
     uint32_t word = 0;
     if (to.componentFloat && to.componentBytes < 4) {
       word = PackFloats(b, to.componentType, converted);
@@ -130,7 +183,7 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
     scratch.StoreWord(b, fs, b.Add(sourceWords, w), word);
   });
   scratch.Barrier(b);
-  scratch.LoadMatrix(b, fs, to, transpose, destStride, inst.resultId, sourceWords);
+  scratch.LoadMatrix(b, fs, to, transpose != columnMajor, destStride, inst.resultId, sourceWords);
 }
 
 // ---- Choosing a route ------------------------------------------------------------

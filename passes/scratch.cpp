@@ -368,12 +368,13 @@ void Scratch::BeginUse(Builder& b, FunctionState& fs) {
   Barrier(b);
 }
 
-void Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type) {
+void Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor) {
   Require(type);
   BeginUse(b, fs);
   const uint32_t pointer = WordPointer(b, fs, b.U(0));
-  std::vector<uint32_t> operands{pointer, value, b.U(static_cast<uint32_t>(spv::CooperativeMatrixLayout::RowMajorKHR)),
-                                 StrideWords(b, type)};
+  const auto layout = columnMajor ? spv::CooperativeMatrixLayout::ColumnMajorKHR : spv::CooperativeMatrixLayout::RowMajorKHR;
+  const uint32_t stride = columnMajor ? StrideWords(b, type.rowsId, type.componentBytes, type.id) : StrideWords(b, type);
+  std::vector<uint32_t> operands{pointer, value, b.U(static_cast<uint32_t>(layout)), stride};
   if (MemoryOperandsMask()) operands.push_back(MemoryOperandsMask());
   b.EmitVoid(spv::Op::OpCooperativeMatrixStoreKHR, std::move(operands));
   Barrier(b);

@@ -725,6 +725,51 @@ TEST_CASE("register path: the report names the exchange cost and the round trip'
   CHECK(text.find("register path (" + taken) != std::string::npos);
 }
 
+// The round trip's scratch order follows the register layouts: GFX11 wave64's B holds
+// a whole column per lane, so its moves from the accumulator (round trips at that size)
+// go through a column-major scratch; without layouts the scratch stays row-major. Both
+// lowerings validate (the execution suites run them on the virtual devices; the AMD lane
+// asserts what the order saves).
+TEST_CASE("round trip: the scratch order is the one with fewer accesses per lane where the layouts are known", "[register]") {
+  // The layouts of the module's matrix stores (a transpose loads column-major, but only
+  // the order choice stores so).
+  auto storeLayouts = [](const std::vector<uint32_t>& words) {
+    const Module m = passtest::ParseOrFail(words);
+    std::map<uint32_t, uint32_t> constants;
+    for (const Instruction& i : m.globals)
+      if (i.opcode == spv::Op::OpConstant && !i.operands.empty()) constants[i.resultId] = i.operands[0];
+    std::multiset<uint32_t> layouts;
+    for (const auto& f : m.functions)
+      for (const auto& block : f.blocks)
+        for (const Instruction& i : block.instructions)
+          if (i.opcode == spv::Op::OpCooperativeMatrixStoreKHR) layouts.insert(constants.at(i.Operand(2)));
+    return layouts;
+  };
+  const uint32_t rowMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::RowMajorKHR);
+  const uint32_t columnMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::ColumnMajorKHR);
+  const auto input = passtest::LoadShader("register16", "spirv1.6");
+  const auto inputStores = storeLayouts(input);
+  REQUIRE(inputStores.count(columnMajor) == 0);
+  coopmat::LowerOptions options;
+  options.maxSharedMemoryBytes = 65536;
+  options.subgroupSizes = {64};
+  options.layouts = Builtin(coopmat::DriverFamily::RadvGfx11, 64);
+  coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, options);
+  const auto known = coopmat::LowerModule(input, options);
+  INFO(known.error);
+  REQUIRE(known.ok);
+  CHECK(coopmat::ValidateModule(known.words).empty());
+  CHECK(storeLayouts(known.words).count(columnMajor) >= 1);
+  options.layouts.clear();
+  const auto unknown = coopmat::LowerModule(input, options);
+  INFO(unknown.error);
+  REQUIRE(unknown.ok);
+  CHECK(coopmat::ValidateModule(unknown.words).empty());
+  const auto plain = storeLayouts(unknown.words);
+  CHECK(plain.count(columnMajor) == 0);
+  CHECK(plain.count(rowMajor) > inputStores.count(rowMajor));  // the round trips' own stores
+}
+
 // ---- Review 4b565b7 finding 19: the per-size switch's default ------------------
 
 namespace {
