@@ -30,7 +30,7 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
       // Register moves as exchanges (ExchangePlan) against the round trip, 16x16,
       // ACO's instructions / inverse throughput, exchanges against the round trip
       // (scripts/measure/amd_tables.py under lowering=registers, and as shipped):
-      //   plan cost 12 (GFX11 w32 Acc f16 -> B): 67 / 82 against 81 / 84
+      //   plan cost 12 (GFX11 w32 Acc f16 -> B): 67 / 82 against 82 / 84
       //   plan cost 14 (GFX12 w64 Acc f16 -> A; 16 with 65 / 54 before its lane swap
       //     of bits 2 and 5 was two exchanges): 56 / 49 against 41 / 46
       //   plan cost 18 (GFX11 w64 Acc f16 -> B): 75 / 45 against 71 / 44
@@ -44,9 +44,11 @@ void ApplyMeasuredCosts(DriverFamily family, LowerOptions& options) {
       // where its scratch would cost occupancy the budget takes exchanges anyway
       // (lower.cpp), and lowering=registers takes them everywhere.
       // scripts/measure/round_trip_costs.py measures every conversion and transpose both
-      // ways and prints the thresholds that route them with the least regret (wave32 12-19,
-      // wave64 0-13 at this writing); the lane's amd.round_trip_costs keeps these in them.
-      options.roundTripCost = {{32, 12}, {64, 13}};
+      // ways and prints the thresholds that route them with the least regret (wave32 18-19,
+      // wave64 0-13 at this writing: at wave32 the 8-bit moves planned at 18, navi31's Acc s32
+      // -> B s8 and transpose Acc u32 -> A u8, win in registers, 90 / 84 and 76 / 83 against
+      // 116 / 93 and 99 / 93); the lane's amd.round_trip_costs keeps these in them.
+      options.roundTripCost = {{32, 18}, {64, 13}};
       // RADV runs compute in WGP mode: the WGP's 128 KiB of LDS is shared by the
       // workgroups resident on it (a workgroup may use up to 64 KiB).
       options.sharedMemoryPool = 128 * 1024;

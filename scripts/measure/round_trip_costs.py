@@ -10,7 +10,8 @@ size. Per move it reads:
     layer's explain file of the pipeline (dump_dir, default settings: "exchanges costing
     about N instructions per lane, at most / more than the Workgroup round trip's M");
   - ACO's statistics of the move in registers (lowering=registers) and through the round
-    trip (lowering=portable): instructions, inverse throughput, waves per SIMD.
+    trip (the default route's where it took it, else lowering=portable's): instructions,
+    inverse throughput, waves per SIMD.
 A route's cost is its inverse throughput, scaled up where it runs fewer waves per SIMD than
 the other (occupancy). One setting serves GFX11 and GFX12 (passes/costs.cpp), so per subgroup
 size the script takes every threshold a plan cost can fall on and sums, over the measured
@@ -57,7 +58,7 @@ def moves(shader_dir):
 
 def measure(opbench, gpu, size, modules, lowering, require):
     """{module: stats row} of one opbench --stats --modules run; with lowering None (the
-    default route) also {module: (plan cost, round-trip cost)} read from the explain files."""
+    default route) also {module: (plan cost, round-trip cost, taken)} read from the explain files."""
     with tempfile.TemporaryDirectory(prefix="coopmat-rtc-") as scratch:
         env = check_stats.shim_environment(gpu, os.path.join(scratch, "cache"), require)
         dumps = os.path.join(scratch, "dump")
@@ -74,7 +75,7 @@ def measure(opbench, gpu, size, modules, lowering, require):
 
 
 def explained(dumps, modules):
-    """{module: (plan cost, round-trip cost)} from the pipelines' explain files; a module's
+    """{module: (plan cost, round-trip cost, taken)} from the pipelines' explain files; a module's
     dump is found by its original words."""
     names = {}
     for name in os.listdir(modules):
@@ -92,7 +93,7 @@ def explained(dumps, modules):
                 with open(os.path.join(dumps, text)) as f:
                     found = EXPLAINED.search(f.read())
                 if found:
-                    out[name] = (int(found.group(1)), int(found.group(3)))
+                    out[name] = (int(found.group(1)), int(found.group(3)), found.group(2) == "at most")
     return out
 
 
@@ -137,11 +138,13 @@ def main():
         for size in args.sizes.split(","):
             cases, applied = [], set()
             for gpu in args.gpus.split(","):
-                _, costs = measure(opbench, gpu, size, modules, None, require)
+                default, costs = measure(opbench, gpu, size, modules, None, require)
                 registers, _ = measure(opbench, gpu, size, modules, "registers", require)
                 portable, _ = measure(opbench, gpu, size, modules, "portable", require)
-                for name, (plan, threshold) in sorted(costs.items()):
-                    r, p = registers.get(name), portable.get(name)
+                for name, (plan, threshold, taken) in sorted(costs.items()):
+                    # The round trip as the default route makes it where it took it (its scratch
+                    # order follows the layouts, which lowering=portable does not use).
+                    r, p = registers.get(name), portable.get(name) if taken else default.get(name)
                     figures = [stat(row, *n) for row in (r, p) for n in STATISTICS]
                     if None in figures:
                         failures.append(f"{gpu} wave{size} {name}: no statistics in registers or through the round trip")
