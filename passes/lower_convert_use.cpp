@@ -71,10 +71,8 @@ uint32_t RoundTrip(Builder& b, FunctionState& fs, uint32_t value, const CoopMatT
                    bool transpose, uint32_t resultId = 0) {
   Scratch& scratch = b.context().scratch;
   const bool columnMajor = ScratchColumnMajor(b.context(), from, to, transpose);
-  scratch.StoreMatrix(b, fs, value, from, columnMajor);
-  // The stored matrix's stride; a load in the other order reads the transpose.
-  const uint32_t stride = columnMajor ? scratch.StrideWords(b, from.rowsId, from.componentBytes, from.id)
-                                      : scratch.StrideWords(b, from);
+  const uint32_t stride = scratch.StoreMatrix(b, fs, value, from, columnMajor);
+  // A load in the other order reads the transpose.
   return scratch.LoadMatrix(b, fs, to, transpose != columnMajor, stride, resultId);
 }
 

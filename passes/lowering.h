@@ -49,9 +49,9 @@ class Scratch {
   uint32_t StrideWords(Builder& b, const CoopMatType& type);
   // The same for `colsId` columns of `bytes`-byte elements; fails when not whole words.
   uint32_t StrideWords(Builder& b, uint32_t colsId, uint32_t bytes, uint32_t typeForMessage);
-  // BeginUse; store `value` into the slice, row-major or column-major (stride: StrideWords
-  // of its columns or rows); barrier.
-  void StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor = false);
+  // BeginUse; store `value` into the slice, row-major or column-major; barrier. Returns
+  // the stride it stored with (StrideWords of its columns or rows), which a load takes.
+  uint32_t StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor = false);
   // Loads the slice (from word `offsetWords`, an id; 0 means the start) as `type`;
   // columnMajor reads it transposed. `stride` in words.
   uint32_t LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,

@@ -54,7 +54,11 @@ std::vector<CoopMatType> MatricesOf(Context& c, const ir::Instruction& inst) {
 }
 
 std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst);
-bool IsConversion(const ir::Instruction& inst);
+
+bool IsConversion(const ir::Instruction& inst) {
+  return inst.opcode != spv::Op::OpCooperativeMatrixGetCoordinateEXT &&
+         inst.opcode != spv::Op::OpCooperativeMatrixPerElementOpEXT && inst.opcode != spv::Op::OpCooperativeMatrixReduceEXT;
+}
 
 std::string PortableReason(Context& c, const ir::Instruction& inst) {
   if (c.options.layouts.empty())
@@ -101,11 +105,6 @@ std::string ReasonAtOneSize(Context& c, const ir::Instruction& inst) {
          "type the driver does not list)";
 }
 
-bool IsConversion(const ir::Instruction& inst) {
-  return inst.opcode != spv::Op::OpCooperativeMatrixGetCoordinateEXT &&
-         inst.opcode != spv::Op::OpCooperativeMatrixPerElementOpEXT && inst.opcode != spv::Op::OpCooperativeMatrixReduceEXT;
-}
-
 // What sent a conversion's move into registers as exchanges at the active size.
 std::string ExchangesTakenAtOneSize(Context& c, const ir::Instruction& inst) {
   const auto costs = ConversionMoveCosts(c, inst);
@@ -125,8 +124,7 @@ std::string RegisterNote(Context& c, const ir::Instruction& inst) {
   std::string text;
   for (uint32_t size : c.subgroupSizes) {
     ActiveSubgroupSize active(c, size);
-    if (ConversionUsesScratch(c, inst)) continue;
-    const std::string note = ExchangesTakenAtOneSize(c, inst);
+    const std::string note = ExchangesTakenAtOneSize(c, inst);  // empty where the round trip is taken
     if (!note.empty()) text += (text.empty() ? "" : "; ") + std::string("at subgroup size ") + std::to_string(size) + ": " + note;
   }
   return text;

@@ -368,7 +368,7 @@ void Scratch::BeginUse(Builder& b, FunctionState& fs) {
   Barrier(b);
 }
 
-void Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor) {
+uint32_t Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor) {
   Require(type);
   BeginUse(b, fs);
   const uint32_t pointer = WordPointer(b, fs, b.U(0));
@@ -378,6 +378,7 @@ void Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const C
   if (MemoryOperandsMask()) operands.push_back(MemoryOperandsMask());
   b.EmitVoid(spv::Op::OpCooperativeMatrixStoreKHR, std::move(operands));
   Barrier(b);
+  return stride;
 }
 
 uint32_t Scratch::LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,

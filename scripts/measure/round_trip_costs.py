@@ -24,20 +24,16 @@ chunk at D = 32 on navi31 wave32, passes/costs.cpp): amd.kernels asserts those.
 building opbench and the layer.
 """
 import argparse
-import csv
-import io
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "tests", "amd"))
 sys.path.insert(0, HERE)
-import check_stats  # noqa: E402  (the AMD lane's shim environment)
+import kernel_vs_radv  # noqa: E402  (its measure and stat: opbench --stats on the shimmed device)
 from kernel_vs_radv import stat  # noqa: E402
 
 # ACO's and NAK's names: instructions, the static cost estimate, occupancy.
@@ -57,20 +53,13 @@ def moves(shader_dir):
 
 
 def measure(opbench, gpu, size, modules, lowering, require):
-    """{module: stats row} of one opbench --stats --modules run; with lowering None (the
-    default route) also {module: (plan cost, round-trip cost, taken)} read from the explain files."""
-    with tempfile.TemporaryDirectory(prefix="coopmat-rtc-") as scratch:
-        env = check_stats.shim_environment(gpu, os.path.join(scratch, "cache"), require)
-        dumps = os.path.join(scratch, "dump")
-        if lowering:
-            env["VK_COOPMAT_MAINTENANCE1_LOWERING"] = lowering
-        else:
-            env["VK_COOPMAT_MAINTENANCE1_DUMP_DIR"] = dumps
-        proc = subprocess.run([opbench, "--stats", "--sizes", size, "--modules", modules], env=env,
-                              capture_output=True, text=True)
-        if proc.returncode:
-            sys.stderr.write(proc.stderr)
-        rows = {r["module"].removesuffix(".spv"): r for r in csv.DictReader(io.StringIO(proc.stdout))}
+    """{module: stats row} of one opbench --stats --modules run at `size` (kernel_vs_radv's);
+    with lowering None (the default route) also {module: (plan cost, round-trip cost, taken)}
+    from the explain files the layer dumps."""
+    with tempfile.TemporaryDirectory(prefix="coopmat-rtc-") as dumps:
+        extra = {"VK_COOPMAT_MAINTENANCE1_LOWERING": lowering} if lowering else {"VK_COOPMAT_MAINTENANCE1_DUMP_DIR": dumps}
+        measured = kernel_vs_radv.measure(opbench, gpu, size, modules, extra, require)
+        rows = {module: row for (module, _), row in measured.items()}
         return rows, (None if lowering else explained(dumps, modules))
 
 
@@ -82,13 +71,14 @@ def explained(dumps, modules):
         with open(os.path.join(modules, name), "rb") as f:
             names[f.read()] = name.removesuffix(".spv")
     out = {}
-    for entry in os.listdir(dumps) if os.path.isdir(dumps) else []:
+    entries = os.listdir(dumps) if os.path.isdir(dumps) else []
+    for entry in entries:
         if not entry.endswith(".original.spv"):
             continue
         digest = entry.removesuffix(".original.spv")
         with open(os.path.join(dumps, entry), "rb") as f:
             name = names.get(f.read())
-        for text in os.listdir(dumps):
+        for text in entries:
             if name and text.startswith(digest + ".pipeline-") and text.endswith(".txt") and ".specialization." not in text:
                 with open(os.path.join(dumps, text)) as f:
                     found = EXPLAINED.search(f.read())
