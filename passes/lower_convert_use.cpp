@@ -37,6 +37,14 @@ std::optional<uint32_t> ScratchAccesses(const LinearLayout& layout, bool columnM
     addressBits |= image.rowMask ? image.rowMask << rowShift : image.colMask << colShift;
   }
   const uint32_t runBits = static_cast<uint32_t>(std::countr_one(addressBits));
+  // ACO holds an 8-bit B matrix's elements one per 16-bit half: a merged access of them
+  // costs a repacking instruction per two bytes, more than single-byte accesses (navi31
+  // wave64: Acc s32 -> B s8 58 inverse throughput with single-byte loads, 70 merged; the
+  // transpose 56 and 72; B s8 -> Acc s32 64 and 76; A's bytes merge at no such cost).
+  if (bytes == 1 && layout.key.use == kUseB) {
+    const uint32_t elements = 1u << std::popcount(addressBits);
+    return elements + (runBits ? elements / 2 : 0);
+  }
   const uint32_t runs = 1u << (std::popcount(addressBits) - runBits);
   return runs * std::max(1u, ((1u << runBits) * bytes + 15) / 16);
 }
@@ -45,7 +53,7 @@ std::optional<uint32_t> ScratchAccesses(const LinearLayout& layout, bool columnM
 // stores of `from` (nullopt: not stored by a matrix store) and loads of `to` (column-major
 // when the order and the transpose differ) make fewer accesses so, as the register layouts
 // say; row-major where they are unknown, equal, or the columns would not be whole words.
-bool ScratchColumnMajor(const Context& c, const std::optional<CoopMatType>& from, const CoopMatType& to, bool transpose) {
+bool ScratchColumnMajor(Context& c, const std::optional<CoopMatType>& from, const CoopMatType& to, bool transpose) {
   const auto rows = c.types.ConstantValue(transpose ? to.colsId : to.rowsId);
   if (!rows || (*rows * to.componentBytes) % 4 != 0 || (from && (*rows * from->componentBytes) % 4 != 0)) return false;
   auto accesses = [&](bool columnMajor) -> std::optional<uint32_t> {
@@ -61,7 +69,20 @@ bool ScratchColumnMajor(const Context& c, const std::optional<CoopMatType>& from
     if (!n) return std::nullopt;
     return total + *n;
   };
-  const auto rowMajor = accesses(false), columnMajor = accesses(true);
+  // Code shared by several subgroup sizes: the accesses at all of them.
+  std::vector<uint32_t> sizes{c.activeSubgroupSize};
+  if (!c.activeSubgroupSize && c.subgroupSizes.size() > 1) sizes = c.subgroupSizes;
+  auto total = [&](bool columnMajor) -> std::optional<uint32_t> {
+    uint32_t sum = 0;
+    for (uint32_t size : sizes) {
+      ActiveSubgroupSize active(c, size);
+      const auto n = accesses(columnMajor);
+      if (!n) return std::nullopt;
+      sum += *n;
+    }
+    return sum;
+  };
+  const auto rowMajor = total(false), columnMajor = total(true);
   return rowMajor && columnMajor && *columnMajor < *rowMajor;
 }
 
@@ -101,87 +122,122 @@ uint32_t Convert(Builder& b, spv::Op op, uint32_t type, uint32_t operand, bool s
   return id;
 }
 
-// Element k (in the order it was stored) of the source in the slice. Integers come back as a
-// 32-bit uint, sign- or zero-extended; floats as the component type.
-uint32_t ReadWide(Builder& b, FunctionState& fs, const CoopMatType& type, uint32_t k, bool signExtend) {
-  Scratch& scratch = b.context().scratch;
-  if (type.componentFloat) return scratch.ReadElement(b, fs, type, k);
-  if (type.componentBytes == 4) return scratch.LoadWord(b, fs, k);
+// Element `position` (a number) of the uint `word` holding elements of `type`, lowest
+// address first. Integers come back as a 32-bit uint, sign- or zero-extended; floats as
+// the component type.
+uint32_t Widen(Builder& b, const CoopMatType& type, uint32_t word, uint32_t position, bool signExtend) {
+  TypeManager& t = b.types();
+  if (type.componentFloat) {
+    if (type.componentBytes == 4) return b.Emit(spv::Op::OpBitcast, type.componentType, {word});
+    const uint32_t elements = b.Emit(spv::Op::OpBitcast, t.Vector(type.componentType, 4 / type.componentBytes), {word});
+    return b.Emit(spv::Op::OpCompositeExtract, type.componentType, {elements, position});
+  }
+  if (type.componentBytes == 4) return word;
   const uint32_t bits = 8 * type.componentBytes;
-  const uint32_t perWord = 4 / type.componentBytes;
-  const uint32_t word = scratch.LoadWord(b, fs, b.Div(k, b.U(perWord)));
-  const uint32_t low = b.ShiftRight(word, b.Mul(b.Mod(k, b.U(perWord)), b.U(bits)));
-  if (!signExtend) return b.And(low, b.U((1u << bits) - 1));
-  const uint32_t top = b.ShiftLeft(low, b.U(32 - bits));
-  return b.Emit(spv::Op::OpShiftRightArithmetic, b.types().Uint(), {top, b.U(32 - bits)});
+  if (!signExtend) return b.And(position ? b.ShiftRight(word, b.U(position * bits)) : word, b.U((1u << bits) - 1));
+  const uint32_t up = 32 - bits - position * bits;  // the element's sign bit to bit 31
+  const uint32_t top = up ? b.ShiftLeft(word, b.U(up)) : word;
+  return b.Emit(spv::Op::OpShiftRightArithmetic, t.Uint(), {top, b.U(32 - bits)});
 }
 
-// The conversion `op` of one element, in 32-bit integer arithmetic wherever an
-// integer is involved, so no 8/16-bit integer scalar (and so no Int8/Int16
-// arithmetic) is needed. Integer results are the low bits of a uint; float
+// The conversion `op` of element `position` of the source's `word`, in 32-bit
+// integer arithmetic wherever an integer is involved, so no 8/16-bit integer scalar
+// (and so no Int8/Int16 arithmetic) is needed. Integer results are the low bits of a uint; float
 // results have the destination type.
-uint32_t ConvertScalar(Builder& b, FunctionState& fs, spv::Op op, const CoopMatType& from, const CoopMatType& to, uint32_t k,
-                       bool saturate) {
+uint32_t ConvertScalar(Builder& b, spv::Op op, const CoopMatType& from, uint32_t word, uint32_t position,
+                       const CoopMatType& to, bool saturate) {
   TypeManager& t = b.types();
   const uint32_t int32 = t.Int(32, true);
+  auto widen = [&](bool signExtend) { return Widen(b, from, word, position, signExtend); };
   switch (op) {
-    case spv::Op::OpUConvert: return ReadWide(b, fs, from, k, false);
-    case spv::Op::OpSConvert: return ReadWide(b, fs, from, k, true);
-    case spv::Op::OpConvertUToF: return Convert(b, op, to.componentType, ReadWide(b, fs, from, k, false), saturate);
+    case spv::Op::OpUConvert: return widen(false);
+    case spv::Op::OpSConvert: return widen(true);
+    case spv::Op::OpConvertUToF: return Convert(b, op, to.componentType, widen(false), saturate);
     case spv::Op::OpConvertSToF:
-      return Convert(b, op, to.componentType, b.Emit(spv::Op::OpBitcast, int32, {ReadWide(b, fs, from, k, true)}), saturate);
-    case spv::Op::OpConvertFToU: return b.Emit(op, t.Uint(), {ReadWide(b, fs, from, k, false)});
-    case spv::Op::OpConvertFToS:
-      return b.Emit(spv::Op::OpBitcast, t.Uint(), {b.Emit(op, int32, {ReadWide(b, fs, from, k, false)})});
-    case spv::Op::OpFConvert: return Convert(b, op, to.componentType, ReadWide(b, fs, from, k, false), saturate);
+      return Convert(b, op, to.componentType, b.Emit(spv::Op::OpBitcast, int32, {widen(true)}), saturate);
+    case spv::Op::OpConvertFToU: return b.Emit(op, t.Uint(), {widen(false)});
+    case spv::Op::OpConvertFToS: return b.Emit(spv::Op::OpBitcast, t.Uint(), {b.Emit(op, int32, {widen(false)})});
+    case spv::Op::OpFConvert: return Convert(b, op, to.componentType, widen(false), saturate);
     default: Fail(std::string("internal error: unexpected conversion ") + spv::OpToString(op));
   }
 }
 
 // Converts component type and Use through the scratch, with scalar conversions
-// only: the source goes into the slice (row-major, or column-major where
-// ScratchColumnMajor says the lanes' accesses are fewer so); each lane converts whole
-// destination words (so elements packed into one word have one writer) into a
-// second region laid out in the source's order; the destination is loaded from
-// there (in the other order for a transpose).
+// only, in one region the size of the wider of the two matrices: the source goes
+// into the slice (row-major, or column-major where ScratchColumnMajor says the
+// lanes' accesses are fewer so), at its end when the destination's elements are
+// wider; the destination is written from the start of the slice in the source's
+// order and loaded from there (in the other order for a transpose). Each lane
+// converts a group of elements that fills whole words on both sides (so elements
+// packed into one word have one writer, and a word is read once). Group g's
+// destination words overwrite only source words that groups up to g read, so a
+// round of groups (one per lane) reads, waits at a barrier, then writes; rounds
+// before it have read what it overwrites.
 void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst, const CoopMatType& from,
                       const CoopMatType& to, bool transpose, bool saturate) {
   TypeManager& t = b.types();
-  Scratch& scratch = b.context().scratch;
-  // Both regions hold the source's shape in one order (ScratchColumnMajor), the
-  // destination region in `to`'s element size: element k of one is element k of the other.
-  const bool columnMajor = ScratchColumnMajor(b.context(), from, to, transpose);
+  Context& c = b.context();
+  Scratch& scratch = c.scratch;
+  // The region holds the source's shape in one order (ScratchColumnMajor), the
+  // destination in `to`'s element size: element k of one is element k of the other.
+  const bool columnMajor = ScratchColumnMajor(c, from, to, transpose);
   const uint32_t destStride = columnMajor ? scratch.StrideWords(b, from.rowsId, to.componentBytes, to.id)
                                           : scratch.StrideWords(b, from.colsId, to.componentBytes, to.id);
-  scratch.Require(from, to.componentBytes);
-  scratch.StoreMatrix(b, fs, inst.operands[0], from, columnMajor);
+  const uint32_t widening = to.componentBytes > from.componentBytes ? to.componentBytes - from.componentBytes : 0;
+  scratch.Require(from, widening);
   const uint32_t elements = b.Mul(from.rowsId, from.colsId);
-  const uint32_t sourceWords = b.Div(b.Mul(elements, b.U(from.componentBytes)), b.U(4));
-  const uint32_t perWord = 4 / to.componentBytes;
-  const uint32_t destWords = b.Div(elements, b.U(perWord));
-  b.Loop(fs.lane, destWords, fs.subgroupSize, [&](uint32_t w) {
+  const uint32_t firstSourceWord = widening ? b.Div(b.Mul(elements, b.U(widening)), b.U(4)) : 0;
+  scratch.StoreMatrix(b, fs, inst.operands[0], from, columnMajor, firstSourceWord);
+
+  const uint32_t group = 4 / std::min(from.componentBytes, to.componentBytes);
+  const uint32_t sourceWords = group * from.componentBytes / 4, destWords = group * to.componentBytes / 4;
+  const uint32_t sourcePerWord = 4 / from.componentBytes, destPerWord = 4 / to.componentBytes;
+  const uint32_t groups = b.Div(elements, b.U(group));
+  // Every lane runs every round (the barrier needs the whole subgroup); a lane past the
+  // last group reads group 0 and writes nothing.
+  // Only a size this code is emitted for is known (the unlisted-size default runs at others).
+  const auto constantGroups = t.ConstantValue(groups);
+  const bool everyLaneWrites = constantGroups && c.activeSubgroupSize && *constantGroups % c.activeSubgroupSize == 0;
+  b.Loop(b.U(0), groups, fs.subgroupSize, [&](uint32_t round) {
+    uint32_t g = b.Add(round, fs.lane);
+    const uint32_t inRange = everyLaneWrites ? 0 : b.Emit(spv::Op::OpULessThan, t.Bool(), {g, groups});
+    if (inRange) g = b.Emit(spv::Op::OpSelect, t.Uint(), {inRange, g, b.U(0)});
+    std::vector<uint32_t> source;
+    for (uint32_t i = 0; i < sourceWords; ++i) {
+      const uint32_t word = b.Add(b.Mul(g, b.U(sourceWords)), b.U(i));
+      source.push_back(scratch.LoadWord(b, fs, firstSourceWord ? b.Add(firstSourceWord, word) : word));
+    }
     std::vector<uint32_t> converted;
-    for (uint32_t j = 0; j < perWord; ++j)
-      converted.push_back(
-          ConvertScalar(b, fs, inst.opcode, from, to, b.Add(b.Mul(w, b.U(perWord)), b.U(j)), saturate));
-    uint32_t word = 0;
-    if (to.componentFloat && to.componentBytes < 4) {
-      word = PackFloats(b, to.componentType, converted);
-    } else if (to.componentFloat) {
-      word = b.Emit(spv::Op::OpBitcast, t.Uint(), {converted[0]});
-    } else if (to.componentBytes == 4) {
-      word = converted[0];
-    } else {
-      const uint32_t bits = 8 * to.componentBytes;
-      for (uint32_t j = 0; j < perWord; ++j) {
-        const uint32_t part = b.ShiftLeft(b.And(converted[j], b.U((1u << bits) - 1)), b.U(j * bits));
-        word = j ? b.Or(word, part) : part;
+    for (uint32_t j = 0; j < group; ++j)
+      converted.push_back(ConvertScalar(b, inst.opcode, from, source[j / sourcePerWord], j % sourcePerWord, to, saturate));
+    std::vector<uint32_t> packed;
+    for (uint32_t d = 0; d < destWords; ++d) {
+      const std::vector<uint32_t> parts(converted.begin() + d * destPerWord, converted.begin() + (d + 1) * destPerWord);
+      if (to.componentFloat && to.componentBytes < 4) {
+        packed.push_back(PackFloats(b, to.componentType, parts));
+      } else if (to.componentFloat) {
+        packed.push_back(b.Emit(spv::Op::OpBitcast, t.Uint(), {parts[0]}));
+      } else if (to.componentBytes == 4) {
+        packed.push_back(parts[0]);
+      } else {
+        const uint32_t bits = 8 * to.componentBytes;
+        uint32_t word = 0;
+        for (uint32_t j = 0; j < destPerWord; ++j) {
+          const uint32_t part = b.ShiftLeft(b.And(parts[j], b.U((1u << bits) - 1)), b.U(j * bits));
+          word = j ? b.Or(word, part) : part;
+        }
+        packed.push_back(word);
       }
     }
-    scratch.StoreWord(b, fs, b.Add(sourceWords, w), word);
+    scratch.Barrier(b);
+    auto write = [&] {
+      for (uint32_t d = 0; d < destWords; ++d) scratch.StoreWord(b, fs, b.Add(b.Mul(g, b.U(destWords)), b.U(d)), packed[d]);
+    };
+    if (!inRange) return write();
+    b.Switch(b.Emit(spv::Op::OpSelect, t.Uint(), {inRange, b.U(1), b.U(0)}), {1}, [&](size_t) { write(); }, [] {});
   });
   scratch.Barrier(b);
-  scratch.LoadMatrix(b, fs, to, transpose != columnMajor, destStride, inst.resultId, sourceWords);
+  scratch.LoadMatrix(b, fs, to, transpose != columnMajor, destStride, inst.resultId);
 }
 
 // ---- Choosing a route ------------------------------------------------------------

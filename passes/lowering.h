@@ -23,8 +23,8 @@ class Scratch {
  public:
   explicit Scratch(struct Context& context) : context_(context) {}
 
-  // Records that a use stores `type` whole into a slice, followed by as many
-  // elements again of `extraBytesPerElement` bytes each (a second region).
+  // Records that a use stores `type` whole into a slice and needs `extraBytesPerElement`
+  // more bytes per element of it (room for wider elements converted in place).
   void Require(const CoopMatType& type, uint32_t extraBytesPerElement = 0);
   // Records that a use needs `wordsId` words of the slice (a uint constant or
   // specialization-constant expression, e.g. from TypeManager::SpecOp).
@@ -49,15 +49,19 @@ class Scratch {
   uint32_t StrideWords(Builder& b, const CoopMatType& type);
   // The same for `colsId` columns of `bytes`-byte elements; fails when not whole words.
   uint32_t StrideWords(Builder& b, uint32_t colsId, uint32_t bytes, uint32_t typeForMessage);
-  // BeginUse; store `value` into the slice, row-major or column-major; barrier. Returns
-  // the stride it stored with (StrideWords of its columns or rows), which a load takes.
-  uint32_t StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor = false);
+  // BeginUse; store `value` into the slice (from word `offsetWords`, an id; 0 means the
+  // start), row-major or column-major; barrier. Returns the stride it stored with
+  // (StrideWords of its columns or rows), which a load takes.
+  uint32_t StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor = false,
+                       uint32_t offsetWords = 0);
   // Loads the slice (from word `offsetWords`, an id; 0 means the start) as `type`;
   // columnMajor reads it transposed. `stride` in words.
   uint32_t LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,
                       uint32_t stride, uint32_t resultId = 0, uint32_t offsetWords = 0);
-  // Element k (row-major) of a matrix of `type` stored in the slice, as the component type.
-  uint32_t ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t elementIndex);
+  // Element k (in stored order) of a matrix of `type` stored in the slice (from word
+  // `offsetWords`, an id; 0 means the start), as the component type.
+  uint32_t ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t elementIndex,
+                       uint32_t offsetWords = 0);
   // The 4 / componentBytes elements of `type` packed in the uint `word`, lowest address first.
   std::vector<uint32_t> Unpack(Builder& b, const CoopMatType& type, uint32_t word);
   // The inverse: 4 / componentBytes values of the component type packed into a uint.

@@ -368,10 +368,11 @@ void Scratch::BeginUse(Builder& b, FunctionState& fs) {
   Barrier(b);
 }
 
-uint32_t Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor) {
+uint32_t Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, const CoopMatType& type, bool columnMajor,
+                              uint32_t offsetWords) {
   Require(type);
   BeginUse(b, fs);
-  const uint32_t pointer = WordPointer(b, fs, b.U(0));
+  const uint32_t pointer = WordPointer(b, fs, offsetWords ? offsetWords : b.U(0));
   const auto layout = columnMajor ? spv::CooperativeMatrixLayout::ColumnMajorKHR : spv::CooperativeMatrixLayout::RowMajorKHR;
   const uint32_t stride = columnMajor ? StrideWords(b, type.rowsId, type.componentBytes, type.id) : StrideWords(b, type);
   std::vector<uint32_t> operands{pointer, value, b.U(static_cast<uint32_t>(layout)), stride};
@@ -391,15 +392,16 @@ uint32_t Scratch::LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatT
   return b.Emit(spv::Op::OpCooperativeMatrixLoadKHR, type.id, std::move(operands), resultId);
 }
 
-uint32_t Scratch::ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t k) {
+uint32_t Scratch::ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t k, uint32_t offsetWords) {
   TypeManager& t = context_.types;
   const uint32_t component = type.componentType;
+  auto at = [&](uint32_t word) { return offsetWords ? b.Add(offsetWords, word) : word; };
   if (type.componentBytes == 4) {
-    const uint32_t word = LoadWord(b, fs, k);
+    const uint32_t word = LoadWord(b, fs, at(k));
     return component == t.Uint() ? word : b.Emit(spv::Op::OpBitcast, component, {word});
   }
   const uint32_t perWord = 4 / type.componentBytes;
-  const uint32_t word = LoadWord(b, fs, b.Div(k, b.U(perWord)));
+  const uint32_t word = LoadWord(b, fs, at(b.Div(k, b.U(perWord))));
   const uint32_t lane = b.Mod(k, b.U(perWord));
   if (type.componentFloat) {  // f16, bfloat16, fp8: the word is a vector of them
     const uint32_t elements = b.Emit(spv::Op::OpBitcast, t.Vector(component, perWord), {word});

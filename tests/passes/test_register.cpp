@@ -770,6 +770,47 @@ TEST_CASE("round trip: the scratch order is the one with fewer accesses per lane
   CHECK(plain.count(rowMajor) > inputStores.count(rowMajor));  // the round trips' own stores
 }
 
+TEST_CASE("round trip: 8-bit scalar conversions convert in place and read an 8-bit B one byte at a time", "[register]") {
+  // GFX11 wave64 (layouts.md): B holds a column per lane, so a B loaded row-major reads its
+  // bytes one by one, as ACO keeps them; a merged column would need repacking. Acc s32 ->
+  // B s8 is stored row-major and loaded so, its transpose stored column-major and loaded
+  // row-major.
+  const auto input = passtest::LoadShader("convert_bytes16", "spirv1.6");
+  coopmat::LowerOptions options;
+  options.maxSharedMemoryBytes = 65536;
+  options.subgroupSizes = {64};
+  options.layouts = Builtin(coopmat::DriverFamily::RadvGfx11, 64);
+  coopmat::ApplyMeasuredCosts(coopmat::DriverFamily::RadvGfx11, options);
+  const auto result = coopmat::LowerModule(input, options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  // The s32 source, which its bytes overwrite; and the u32 result, over whose end its bytes go.
+  CHECK(result.stats.scratchBytesPerSubgroup == 16 * 16 * 4);
+  const Module m = passtest::ParseOrFail(result.words);
+  std::map<uint32_t, uint32_t> constants;
+  for (const Instruction& i : m.globals)
+    if (i.opcode == spv::Op::OpConstant && !i.operands.empty()) constants[i.resultId] = i.operands[0];
+  std::map<uint32_t, const Instruction*> globals;
+  for (const Instruction& i : m.globals) globals[i.resultId] = &i;
+  const uint32_t rowMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::RowMajorKHR);
+  const uint32_t columnMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::ColumnMajorKHR);
+  std::multiset<uint32_t> stores, byteBLoads;
+  for (const auto& f : m.functions)
+    for (const auto& block : f.blocks)
+      for (const Instruction& i : block.instructions) {
+        if (i.opcode == spv::Op::OpCooperativeMatrixStoreKHR) stores.insert(constants.at(i.Operand(2)));
+        if (i.opcode == spv::Op::OpCooperativeMatrixLoadKHR) {
+          const Instruction* type = globals.at(i.typeId);
+          const Instruction* component = globals.at(type->Operand(0));
+          if (component->Operand(0) == 8 && constants.at(type->Operand(4)) == 1) byteBLoads.insert(constants.at(i.Operand(1)));
+        }
+      }
+  CHECK(byteBLoads.count(rowMajor) == 2);  // the conversion and the transpose
+  CHECK(byteBLoads.count(columnMajor) == 0);
+  CHECK(stores.count(columnMajor) == 1);  // the transpose's source (the module's own stores are row-major)
+}
+
 // ---- Review 4b565b7 finding 19: the per-size switch's default ------------------
 
 namespace {

@@ -241,16 +241,16 @@ TEST_CASE("a spec-constant workgroup size is held to the shared-memory limit onc
   REQUIRE(moduleTime.ok);
   CHECK(moduleTime.dependsOnSpecialization);  // the layer lowers it again per pipeline
   options.specializationPending = false;
-  // 64 invocations: 8 slices of 384 bytes next to the module's own 2048 fit 32 KiB ...
+  // 64 invocations: 8 slices of 256 bytes next to the module's own 2048 fit 32 KiB ...
   options.specialization = Spec({{0, 64}, {1, 1}});
   const coopmat::LowerResult small = coopmat::LowerModule(input, options);
   INFO(small.error);
   CHECK(small.ok);
-  // ... 1024 invocations (128 slices, 48 KiB) do not: refused, naming the numbers.
+  // ... 1024 invocations (128 slices, 32 KiB) do not: refused, naming the numbers.
   options.specialization = Spec({{0, 1024}, {1, 1}});
   const coopmat::LowerResult large = coopmat::LowerModule(input, options);
   CHECK_FALSE(large.ok);
-  CHECK_THAT(large.error, ContainsSubstring("49152 bytes of Workgroup scratch") && ContainsSubstring("module's own 2048 bytes"));
+  CHECK_THAT(large.error, ContainsSubstring("32768 bytes of Workgroup scratch") && ContainsSubstring("module's own 2048 bytes"));
   // Without a limit nothing depends on it.
   options.specialization.reset();
   options.specializationPending = true;
