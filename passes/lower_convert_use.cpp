@@ -195,9 +195,13 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
   const uint32_t groups = b.Div(elements, b.U(group));
   // Every lane runs every round (the barrier needs the whole subgroup); a lane past the
   // last group reads group 0 and writes nothing.
-  // Only a size this code is emitted for is known (the unlisted-size default runs at others).
+  // The size this code runs at: the one it is emitted for, or the pipeline's only one
+  // (code shared by several sizes, or the unlisted-size default, runs at others too).
+  const uint32_t size = c.activeSubgroupSize     ? c.activeSubgroupSize
+                        : c.options.subgroupSizes.size() == 1 ? c.options.subgroupSizes.front()
+                                                              : 0;
   const auto constantGroups = t.ConstantValue(groups);
-  const bool everyLaneWrites = constantGroups && c.activeSubgroupSize && *constantGroups % c.activeSubgroupSize == 0;
+  const bool everyLaneWrites = constantGroups && size && *constantGroups % size == 0;
   b.Loop(b.U(0), groups, fs.subgroupSize, [&](uint32_t round) {
     uint32_t g = b.Add(round, fs.lane);
     const uint32_t inRange = everyLaneWrites ? 0 : b.Emit(spv::Op::OpULessThan, t.Bool(), {g, groups});
