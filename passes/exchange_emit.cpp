@@ -117,11 +117,12 @@ std::vector<uint32_t> Elements(uint32_t count) {
   return all;
 }
 
-// A swap stage whose index bit `k` is a place bit within a lane's one word of four 8-bit
-// values (SwapsWithinWords): the word travels whole, and a lane keeps its values whose
-// place bit equals its lane bit and takes the partner's others, shifted by one place
-// stride into the places it sent from (shifts, a select and a bitfield insert,
-// v_bfi_b32), where packing each half into a word of its own took byte permutes.
+// A swap stage whose index bit `k` is a place bit within the words of four 8-bit values a
+// lane holds (SwapsWithinWords; elements 4w..4w+3 are word w): each word travels whole,
+// and a lane keeps its values whose place bit equals its lane bit and takes the
+// partner's others, rotated by one place stride into the places it sent from (one
+// rotation by a lane-dependent amount, v_alignbit_b32, and a bitfield insert, v_bfi_b32),
+// where packing each half into a word of its own took byte permutes.
 std::vector<uint32_t> SwapWithinWord(Builder& b, WordPacker& packer, const std::vector<uint32_t>& v, uint32_t k,
                                      uint32_t laneMask, uint32_t laneBitSet) {
   TypeManager& t = b.types();
@@ -130,14 +131,22 @@ std::vector<uint32_t> SwapWithinWord(Builder& b, WordPacker& packer, const std::
   for (uint32_t p = 0; p < perWord; ++p)
     if (!(p & k)) clearPlaces |= ((1u << width) - 1) << (p * width);
   const uint32_t keep = b.Emit(spv::Op::OpSelect, t.Uint(), {laneBitSet, b.U(~clearPlaces), b.U(clearPlaces)});
-  const uint32_t word = packer.Pack(v);
-  const uint32_t partner = ShuffleXor(b, word, laneMask);
-  // A lane whose bit is clear takes the partner's clear places into its set ones (a shift
-  // up by the stride); one whose bit is set, the partner's set places down.
-  const uint32_t moved = b.Emit(spv::Op::OpSelect, t.Uint(),
-                                {laneBitSet, b.ShiftRight(partner, b.U(shift)), b.ShiftLeft(partner, b.U(shift))});
   const uint32_t take = b.Emit(spv::Op::OpNot, t.Uint(), {keep});
-  return packer.Unpack(b.Or(b.And(keep, word), b.And(take, moved)), perWord);
+  // A lane whose bit is clear takes the partner's clear places into its set ones (a
+  // rotation up by the stride); one whose bit is set, the partner's set places down; the
+  // places that wrap around are ones the lane keeps.
+  const uint32_t right = b.Emit(spv::Op::OpSelect, t.Uint(), {laneBitSet, b.U(shift), b.U(32 - shift)});
+  const uint32_t left = b.Emit(spv::Op::OpISub, t.Uint(), {b.U(32), right});  // the form compilers take for a rotation
+  std::vector<uint32_t> next;
+  for (size_t w = 0; w < v.size(); w += perWord) {
+    const uint32_t word = packer.Pack(std::vector<uint32_t>(v.begin() + static_cast<std::ptrdiff_t>(w),
+                                                            v.begin() + static_cast<std::ptrdiff_t>(w + perWord)));
+    const uint32_t partner = ShuffleXor(b, word, laneMask);
+    const uint32_t moved = b.Or(b.ShiftRight(partner, right), b.ShiftLeft(partner, left));
+    const std::vector<uint32_t> values = packer.Unpack(b.Or(b.And(keep, word), b.And(take, moved)), perWord);
+    next.insert(next.end(), values.begin(), values.end());
+  }
+  return next;
 }
 
 }  // namespace

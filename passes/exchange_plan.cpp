@@ -205,12 +205,12 @@ std::optional<GatherPlan> Search(const LinearLayout* from, const LinearLayout* t
   };
   for (const Step& step : path) {
     const uint32_t held = LaneToken(lanes, step.laneBit);
-    // A swap of an 8-bit value's place bit within a lane's one word: the word travels
-    // once, with shifts, a select and a bitfield insert, nothing repacked
-    // (exchange_emit.cpp, SwapWithinWord); the search counted it as a repacked swap.
+    // A swap of an 8-bit value's place bit within a lane's words: each word travels once,
+    // then a rotation and a bitfield insert, nothing repacked (exchange_emit.cpp,
+    // SwapWithinWord); the search counted it as a repacked swap.
     if (step.kind == Kind::Swap && SwapsWithinWords(perWord, position(step.token), n)) {
-      plan.words += 1;
-      plan.cost += 5;
+      plan.words += n / perWord;
+      plan.cost += 3 * (n / perWord);
     } else {
       // A lane swap across bit 5 sends each word twice; it is repacked once.
       const size_t sends = step.kind == Kind::LaneSwap ? LaneSwapExchanges(step.laneBit, step.token).size() : 1;

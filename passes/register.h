@@ -120,14 +120,17 @@ inline std::vector<uint32_t> LaneSwapExchanges(uint32_t j, uint32_t k) {
   return {1u << 5, 1u << (j == 5 ? k : j)};
 }
 
-// Whether a swap stage moves 8-bit values within one whole word (EmitExchanges'
-// SwapWithinWord; the planner counts it so): a lane holds four values, one word, so the
-// halves a swap sends would each take a word of their own. Measured (gfx1201, 16x16 Acc
-// f32 -> A e4m3 / transposed to B e5m2 at wave64, lowering=registers): 110 / 116 and
-// 116 / 124 instructions / inverse throughput before, 90 / 88 and 101 / 102 so; with two
-// words a lane (wave32) the shifts cost more than the repacking they save (89 -> 92).
+// Whether a swap stage moves 8-bit values within whole words (EmitExchanges'
+// SwapWithinWord; the planner counts it so): a lane holds four values a word, in one or
+// two words, so the halves a swap sends would each take a word of their own. Measured
+// (gfx1201, 16x16, lowering=registers, instructions / inverse throughput): Acc f32 -> A
+// e4m3 at wave64 110 / 116 with byte permutes, 90 / 88 with shifts and a select, 65 / 58
+// with a rotation; at wave32 (two words) 89 / 100 -> 81 / 94 with the rotation (the shifts
+// had cost more than they saved); with four words (navi31 A u8 at wave32) the repacking
+// the next stages need costs more than the rotation saves (navi31 A u8 -> Acc u32 at wave32:
+// 95 / 108 with repacking, 99 / 124 rotated).
 inline bool SwapsWithinWords(uint32_t valuesPerWord, uint32_t indexBit, uint32_t elements) {
-  return valuesPerWord == 4 && elements == valuesPerWord && (1u << indexBit) < valuesPerWord;
+  return valuesPerWord == 4 && (elements == valuesPerWord || elements == 2 * valuesPerWord) && (1u << indexBit) < valuesPerWord;
 }
 
 struct ExchangePlan {

@@ -112,6 +112,7 @@ class SubgroupEvaluator {
       case spv::Op::OpBitwiseXor: return {a() ^ b()};
       case spv::Op::OpNot: return {~a() & Mask(width)};
       case spv::Op::OpIAdd: return {(a() + b()) & Mask(width)};
+      case spv::Op::OpISub: return {(a() - b()) & Mask(width)};
       case spv::Op::OpIMul: return {(a() * b()) & Mask(width)};
       case spv::Op::OpBitReverse: return {Reverse(a())};
       case spv::Op::OpBitCount: return {static_cast<uint32_t>(std::popcount(a()))};
