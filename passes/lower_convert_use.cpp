@@ -195,13 +195,14 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
   const uint32_t groups = b.Div(elements, b.U(group));
   // Every lane runs every round (the barrier needs the whole subgroup); a lane past the
   // last group reads group 0 and writes nothing.
-  // The size this code runs at: the one it is emitted for, or the pipeline's only one
-  // (code shared by several sizes, or the unlisted-size default, runs at others too).
-  const uint32_t size = c.activeSubgroupSize     ? c.activeSubgroupSize
-                        : c.options.subgroupSizes.size() == 1 ? c.options.subgroupSizes.front()
-                                                              : 0;
+  // The sizes this code runs at: the one it is emitted for, else the pipeline's (none
+  // known in the per-size switch's default, which runs at sizes the pipeline did not list).
+  const std::vector<uint32_t> sizes = c.activeSubgroupSize       ? std::vector<uint32_t>{c.activeSubgroupSize}
+                                      : c.atUnlistedSubgroupSize ? std::vector<uint32_t>{}
+                                                                 : c.options.subgroupSizes;
   const auto constantGroups = t.ConstantValue(groups);
-  const bool everyLaneWrites = constantGroups && size && *constantGroups % size == 0;
+  const bool everyLaneWrites = constantGroups && !sizes.empty() &&
+                               std::all_of(sizes.begin(), sizes.end(), [&](uint32_t size) { return *constantGroups % size == 0; });
   b.Loop(b.U(0), groups, fs.subgroupSize, [&](uint32_t round) {
     uint32_t g = b.Add(round, fs.lane);
     const uint32_t inRange = everyLaneWrites ? 0 : b.Emit(spv::Op::OpULessThan, t.Bool(), {g, groups});

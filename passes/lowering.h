@@ -149,6 +149,7 @@ struct Context {
   // being emitted (0: none chosen; RegisterLayout then answers only for a single size).
   std::vector<uint32_t> subgroupSizes;
   uint32_t activeSubgroupSize = 0;
+  bool atUnlistedSubgroupSize = false;  // emitting the per-size switch's default: no size is known
   // A lowered operation touched a matrix type with specialization-constant shape or Use.
   bool dependsOnSpecialization = false;
   bool dependsOnSubgroupSize = false;  // LowerResult::dependsOnSubgroupSize

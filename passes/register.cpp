@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <map>
+#include <utility>
 
 namespace coopmat {
 namespace {
@@ -330,7 +331,11 @@ void LowerForEachSubgroupSize(Builder& b, const ir::Instruction& inst,
         version(c.subgroupSizes[k], lower);
         if (k == 0) afterFirst = c.stats;
       },
-      [&] { version(0, unlisted); });
+      [&] {
+        const bool saved = std::exchange(c.atUnlistedSubgroupSize, true);
+        version(0, unlisted);
+        c.atUnlistedSubgroupSize = saved;
+      });
   c.stats = afterFirst;  // one operation, however many versions
   b.Emit(spv::Op::OpLoad, inst.typeId, {variable}, inst.resultId);
 }

@@ -918,6 +918,55 @@ TEST_CASE("per-size switch: at an unlisted size a register-only function yields 
 // register copies at 16): the default converts through the scratch as the portable
 // path does, at sizes of at least 4 (the slices are counted at 4), and below that
 // yields every bit set.
+TEST_CASE("per-size switch: the unlisted size's in-place conversion tests that a lane has a group", "[register]") {
+  // 8x8 u8 <-> u32: 16 groups of four elements, a whole number of rounds at the listed sizes
+  // (4 and 16) but not at every size the default may run at (32, say): there a lane past the
+  // last group must write nothing.
+  coopmat::LowerOptions options;
+  options.layouts = StripedLayouts({{coopmat::kTypeU8, coopmat::kUseB},
+                                    {coopmat::kTypeU32, coopmat::kUseAccumulator},
+                                    {coopmat::kTypeS8, coopmat::kUseA},
+                                    {coopmat::kTypeS32, coopmat::kUseAccumulator}},
+                                   {4, 16});
+  options.subgroupSizes = {4, 16};
+  options.minSubgroupSize = 4;
+  const auto words = passtest::LoadShader("convert_mixed", "spirv1.6");
+  const auto result = coopmat::LowerModule(words, options);
+  INFO(result.error);
+  REQUIRE(result.ok);
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  const Module m = passtest::ParseOrFail(result.words);
+  std::set<uint32_t> sixteen;
+  for (const Instruction& g : m.globals)
+    if (g.opcode == spv::Op::OpConstant && g.Operand(0) == 16) sixteen.insert(g.resultId);
+  // A lane's test: its group (round + lane, not a loop's counter) against the 16 groups.
+  std::map<uint32_t, spv::Op> definedBy;
+  for (const auto& f : m.functions)
+    for (const auto& block : f.blocks)
+      for (const Instruction& i : block.instructions)
+        if (i.resultId) definedBy[i.resultId] = i.opcode;
+  auto laneTests = [&](const std::vector<Instruction>& region) {
+    size_t n = 0;
+    for (const Instruction& i : region)
+      n += i.opcode == spv::Op::OpULessThan && sixteen.count(i.Operand(1)) && definedBy[i.Operand(0)] == spv::Op::OpIAdd;
+    return n;
+  };
+  size_t conversions = 0;
+  for (const auto& region : SwitchDefaults(m)) {
+    if (Count(region, spv::Op::OpControlBarrier) < 2) continue;  // not a conversion in the scratch
+    ++conversions;
+    CHECK(laneTests(region) >= 1);
+  }
+  CHECK(conversions >= 1);
+  // The listed sizes' versions of those conversions need no test: every lane has a group.
+  size_t everywhere = 0;
+  for (const auto& f : m.functions)
+    for (const auto& block : f.blocks) everywhere += laneTests(block.instructions);
+  size_t inDefaults = 0;
+  for (const auto& region : SwitchDefaults(m)) inDefaults += laneTests(region);
+  CHECK(everywhere == inDefaults);
+}
+
 TEST_CASE("per-size switch: at an unlisted size a conversion takes the portable round trip", "[register]") {
   coopmat::LowerOptions options;
   options.layouts = StripedLayouts({{coopmat::kTypeF16, coopmat::kUseA},
