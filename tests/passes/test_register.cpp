@@ -914,10 +914,6 @@ TEST_CASE("per-size switch: at an unlisted size a register-only function yields 
   }
 }
 
-// A function with scratch (the conversions are round trips at size 4 and plain
-// register copies at 16): the default converts through the scratch as the portable
-// path does, at sizes of at least 4 (the slices are counted at 4), and below that
-// yields every bit set.
 TEST_CASE("per-size switch: the unlisted size's in-place conversion tests that a lane has a group", "[register]") {
   // 8x8 u8 <-> u32: 16 groups of four elements, a whole number of rounds at the listed sizes
   // (4 and 16) but not at every size the default may run at (32, say): there a lane past the
@@ -967,6 +963,10 @@ TEST_CASE("per-size switch: the unlisted size's in-place conversion tests that a
   CHECK(everywhere == inDefaults);
 }
 
+// A function with scratch (the conversions are round trips at size 4 and plain
+// register copies at 16): the default converts through the scratch as the portable
+// path does, at sizes of at least 4 (the slices are counted at 4), and below that
+// yields every bit set.
 TEST_CASE("per-size switch: at an unlisted size a conversion takes the portable round trip", "[register]") {
   coopmat::LowerOptions options;
   options.layouts = StripedLayouts({{coopmat::kTypeF16, coopmat::kUseA},
