@@ -142,8 +142,8 @@ uint32_t Widen(Builder& b, const CoopMatType& type, uint32_t word, uint32_t posi
 
 // The conversion `op` of element `position` of the source's `word`, in 32-bit
 // integer arithmetic wherever an integer is involved, so no 8/16-bit integer scalar
-// (and so no Int8/Int16 arithmetic) is needed. Integer results are the low bits of a uint; float
-// results have the destination type.
+// (and so no Int8/Int16 arithmetic) is needed. Integer results are the low bits of a
+// uint; float results have the destination type.
 uint32_t ConvertScalar(Builder& b, spv::Op op, const CoopMatType& from, uint32_t word, uint32_t position,
                        const CoopMatType& to, bool saturate) {
   TypeManager& t = b.types();
@@ -160,6 +160,20 @@ uint32_t ConvertScalar(Builder& b, spv::Op op, const CoopMatType& from, uint32_t
     case spv::Op::OpFConvert: return Convert(b, op, to.componentType, widen(false), saturate);
     default: Fail(std::string("internal error: unexpected conversion ") + spv::OpToString(op));
   }
+}
+
+// One word of the destination from ConvertScalar's results (4 / componentBytes of them).
+uint32_t PackConverted(Builder& b, const CoopMatType& to, const std::vector<uint32_t>& parts) {
+  if (to.componentFloat && to.componentBytes < 4) return PackFloats(b, to.componentType, parts);
+  if (to.componentFloat) return b.Emit(spv::Op::OpBitcast, b.types().Uint(), {parts[0]});
+  if (to.componentBytes == 4) return parts[0];
+  const uint32_t bits = 8 * to.componentBytes;
+  uint32_t word = 0;
+  for (uint32_t j = 0; j < parts.size(); ++j) {
+    const uint32_t part = b.ShiftLeft(b.And(parts[j], b.U((1u << bits) - 1)), b.U(j * bits));
+    word = j ? b.Or(word, part) : part;
+  }
+  return word;
 }
 
 // Converts component type and Use through the scratch, with scalar conversions
@@ -194,9 +208,9 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
   const uint32_t sourcePerWord = 4 / from.componentBytes, destPerWord = 4 / to.componentBytes;
   const uint32_t groups = b.Div(elements, b.U(group));
   // Every lane runs every round (the barrier needs the whole subgroup); a lane past the
-  // last group reads group 0 and writes nothing.
-  // The sizes this code runs at: the one it is emitted for, else the pipeline's (none
-  // known in the per-size switch's default, which runs at sizes the pipeline did not list).
+  // last group reads group 0 and writes nothing. That test is left out where every size
+  // the code runs at divides the groups: the one it is emitted for, else the pipeline's
+  // (none known in the per-size switch's default, which runs at sizes it did not list).
   const std::vector<uint32_t> sizes = c.activeSubgroupSize       ? std::vector<uint32_t>{c.activeSubgroupSize}
                                       : c.atUnlistedSubgroupSize ? std::vector<uint32_t>{}
                                                                  : c.options.subgroupSizes;
@@ -216,24 +230,9 @@ void ConvertInScratch(Builder& b, FunctionState& fs, const ir::Instruction& inst
     for (uint32_t j = 0; j < group; ++j)
       converted.push_back(ConvertScalar(b, inst.opcode, from, source[j / sourcePerWord], j % sourcePerWord, to, saturate));
     std::vector<uint32_t> packed;
-    for (uint32_t d = 0; d < destWords; ++d) {
-      const std::vector<uint32_t> parts(converted.begin() + d * destPerWord, converted.begin() + (d + 1) * destPerWord);
-      if (to.componentFloat && to.componentBytes < 4) {
-        packed.push_back(PackFloats(b, to.componentType, parts));
-      } else if (to.componentFloat) {
-        packed.push_back(b.Emit(spv::Op::OpBitcast, t.Uint(), {parts[0]}));
-      } else if (to.componentBytes == 4) {
-        packed.push_back(parts[0]);
-      } else {
-        const uint32_t bits = 8 * to.componentBytes;
-        uint32_t word = 0;
-        for (uint32_t j = 0; j < destPerWord; ++j) {
-          const uint32_t part = b.ShiftLeft(b.And(parts[j], b.U((1u << bits) - 1)), b.U(j * bits));
-          word = j ? b.Or(word, part) : part;
-        }
-        packed.push_back(word);
-      }
-    }
+    for (uint32_t d = 0; d < destWords; ++d)
+      packed.push_back(PackConverted(
+          b, to, std::vector<uint32_t>(converted.begin() + d * destPerWord, converted.begin() + (d + 1) * destPerWord)));
     scratch.Barrier(b);
     auto write = [&] {
       for (uint32_t d = 0; d < destWords; ++d) scratch.StoreWord(b, fs, b.Add(b.Mul(g, b.U(destWords)), b.U(d)), packed[d]);

@@ -58,10 +58,6 @@ class Scratch {
   // columnMajor reads it transposed. `stride` in words.
   uint32_t LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatType& type, bool columnMajor,
                       uint32_t stride, uint32_t resultId = 0, uint32_t offsetWords = 0);
-  // Element k (in stored order) of a matrix of `type` stored in the slice (from word
-  // `offsetWords`, an id; 0 means the start), as the component type.
-  uint32_t ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t elementIndex,
-                       uint32_t offsetWords = 0);
   // The 4 / componentBytes elements of `type` packed in the uint `word`, lowest address first.
   std::vector<uint32_t> Unpack(Builder& b, const CoopMatType& type, uint32_t word);
   // The inverse: 4 / componentBytes values of the component type packed into a uint.

@@ -392,26 +392,6 @@ uint32_t Scratch::LoadMatrix(Builder& b, const FunctionState& fs, const CoopMatT
   return b.Emit(spv::Op::OpCooperativeMatrixLoadKHR, type.id, std::move(operands), resultId);
 }
 
-uint32_t Scratch::ReadElement(Builder& b, const FunctionState& fs, const CoopMatType& type, uint32_t k, uint32_t offsetWords) {
-  TypeManager& t = context_.types;
-  const uint32_t component = type.componentType;
-  auto at = [&](uint32_t word) { return offsetWords ? b.Add(offsetWords, word) : word; };
-  if (type.componentBytes == 4) {
-    const uint32_t word = LoadWord(b, fs, at(k));
-    return component == t.Uint() ? word : b.Emit(spv::Op::OpBitcast, component, {word});
-  }
-  const uint32_t perWord = 4 / type.componentBytes;
-  const uint32_t word = LoadWord(b, fs, at(b.Div(k, b.U(perWord))));
-  const uint32_t lane = b.Mod(k, b.U(perWord));
-  if (type.componentFloat) {  // f16, bfloat16, fp8: the word is a vector of them
-    const uint32_t elements = b.Emit(spv::Op::OpBitcast, t.Vector(component, perWord), {word});
-    return b.Emit(spv::Op::OpVectorExtractDynamic, component, {elements, lane});
-  }
-  const uint32_t bits = b.ShiftRight(word, b.Mul(lane, b.U(8 * type.componentBytes)));
-  // Truncating conversion; SConvert for signed results so the type rules hold.
-  return b.Emit(type.componentSigned ? spv::Op::OpSConvert : spv::Op::OpUConvert, component, {bits});
-}
-
 std::vector<uint32_t> Scratch::Unpack(Builder& b, const CoopMatType& type, uint32_t word) {
   TypeManager& t = context_.types;
   const uint32_t component = type.componentType;
