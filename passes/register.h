@@ -126,9 +126,10 @@ inline std::vector<uint32_t> LaneSwapExchanges(uint32_t j, uint32_t k) {
 // (gfx1201, 16x16, lowering=registers, instructions / inverse throughput): Acc f32 -> A
 // e4m3 at wave64 110 / 116 with byte permutes, 90 / 88 with shifts and a select, 65 / 58
 // with a rotation; at wave32 (two words) 89 / 100 -> 81 / 94 with the rotation (the shifts
-// had cost more than they saved); with four words (navi31 A u8 at wave32) the repacking
+// had cost more than they saved); with four words (navi31's replicated A u8) the repacking
 // the next stages need costs more than the rotation saves (navi31 A u8 -> Acc u32 at wave32:
-// 95 / 108 with repacking, 99 / 124 rotated).
+// 95 / 108 with repacking, 99 / 124 rotated; its two-word swaps at wave64 still cost 3 more,
+// 86 / 83 -> 89 / 87, where the default route is the round trip).
 inline bool SwapsWithinWords(uint32_t valuesPerWord, uint32_t indexBit, uint32_t elements) {
   return valuesPerWord == 4 && (elements == valuesPerWord || elements == 2 * valuesPerWord) && (1u << indexBit) < valuesPerWord;
 }
