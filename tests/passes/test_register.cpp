@@ -40,10 +40,26 @@ coopmat::LowerResult LowerWith(const std::vector<uint32_t>& words, std::vector<L
   return result;
 }
 
-size_t SubgroupBarriers(const Module& m) {
+// The module's 32-bit OpConstant values by id.
+std::map<uint32_t, uint32_t> ConstantValues(const Module& m) {
   std::map<uint32_t, uint32_t> constants;
   for (const auto& g : m.globals)
     if (g.opcode == spv::Op::OpConstant && !g.operands.empty()) constants[g.resultId] = g.operands[0];
+  return constants;
+}
+
+// The layout operands (RowMajorKHR, ColumnMajorKHR) of the module's matrix stores.
+std::multiset<uint32_t> StoreLayouts(const Module& m) {
+  const std::map<uint32_t, uint32_t> constants = ConstantValues(m);
+  std::multiset<uint32_t> layouts;
+  passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) {
+    if (i.opcode == spv::Op::OpCooperativeMatrixStoreKHR) layouts.insert(constants.at(i.Operand(2)));
+  });
+  return layouts;
+}
+
+size_t SubgroupBarriers(const Module& m) {
+  std::map<uint32_t, uint32_t> constants = ConstantValues(m);
   size_t count = 0;
   passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) {
     if (i.opcode == spv::Op::OpControlBarrier && constants[i.Operand(0)] == static_cast<uint32_t>(spv::Scope::Subgroup)) ++count;
@@ -733,18 +749,7 @@ TEST_CASE("register path: the report names the exchange cost and the round trip'
 TEST_CASE("round trip: the scratch order is the one with fewer accesses per lane where the layouts are known", "[register]") {
   // The layouts of the module's matrix stores (a transpose loads column-major, but only
   // the order choice stores so).
-  auto storeLayouts = [](const std::vector<uint32_t>& words) {
-    const Module m = passtest::ParseOrFail(words);
-    std::map<uint32_t, uint32_t> constants;
-    for (const Instruction& i : m.globals)
-      if (i.opcode == spv::Op::OpConstant && !i.operands.empty()) constants[i.resultId] = i.operands[0];
-    std::multiset<uint32_t> layouts;
-    for (const auto& f : m.functions)
-      for (const auto& block : f.blocks)
-        for (const Instruction& i : block.instructions)
-          if (i.opcode == spv::Op::OpCooperativeMatrixStoreKHR) layouts.insert(constants.at(i.Operand(2)));
-    return layouts;
-  };
+  auto storeLayouts = [](const std::vector<uint32_t>& words) { return StoreLayouts(passtest::ParseOrFail(words)); };
   const uint32_t rowMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::RowMajorKHR);
   const uint32_t columnMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::ColumnMajorKHR);
   const auto input = passtest::LoadShader("register16", "spirv1.6");
@@ -788,27 +793,21 @@ TEST_CASE("round trip: 8-bit scalar conversions convert in place and read an 8-b
   // The s32 source, which its bytes overwrite; and the u32 result, over whose end its bytes go.
   CHECK(result.stats.scratchBytesPerSubgroup == 16 * 16 * 4);
   const Module m = passtest::ParseOrFail(result.words);
-  std::map<uint32_t, uint32_t> constants;
-  for (const Instruction& i : m.globals)
-    if (i.opcode == spv::Op::OpConstant && !i.operands.empty()) constants[i.resultId] = i.operands[0];
+  const std::map<uint32_t, uint32_t> constants = ConstantValues(m);
   std::map<uint32_t, const Instruction*> globals;
   for (const Instruction& i : m.globals) globals[i.resultId] = &i;
   const uint32_t rowMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::RowMajorKHR);
   const uint32_t columnMajor = static_cast<uint32_t>(spv::CooperativeMatrixLayout::ColumnMajorKHR);
-  std::multiset<uint32_t> stores, byteBLoads;
-  for (const auto& f : m.functions)
-    for (const auto& block : f.blocks)
-      for (const Instruction& i : block.instructions) {
-        if (i.opcode == spv::Op::OpCooperativeMatrixStoreKHR) stores.insert(constants.at(i.Operand(2)));
-        if (i.opcode == spv::Op::OpCooperativeMatrixLoadKHR) {
-          const Instruction* type = globals.at(i.typeId);
-          const Instruction* component = globals.at(type->Operand(0));
-          if (component->Operand(0) == 8 && constants.at(type->Operand(4)) == 1) byteBLoads.insert(constants.at(i.Operand(1)));
-        }
-      }
+  std::multiset<uint32_t> byteBLoads;
+  passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) {
+    if (i.opcode != spv::Op::OpCooperativeMatrixLoadKHR) return;
+    const Instruction* type = globals.at(i.typeId);
+    const Instruction* component = globals.at(type->Operand(0));
+    if (component->Operand(0) == 8 && constants.at(type->Operand(4)) == 1) byteBLoads.insert(constants.at(i.Operand(1)));
+  });
   CHECK(byteBLoads.count(rowMajor) == 2);  // the conversion and the transpose
   CHECK(byteBLoads.count(columnMajor) == 0);
-  CHECK(stores.count(columnMajor) == 1);  // the transpose's source (the module's own stores are row-major)
+  CHECK(StoreLayouts(m).count(columnMajor) == 1);  // the transpose's source (the module's own stores are row-major)
 }
 
 // ---- Review 4b565b7 finding 19: the per-size switch's default ------------------
@@ -932,19 +931,19 @@ TEST_CASE("per-size switch: the unlisted size's in-place conversion tests that a
   REQUIRE(result.ok);
   CHECK(coopmat::ValidateModule(result.words).empty());
   const Module m = passtest::ParseOrFail(result.words);
-  std::set<uint32_t> sixteen;
-  for (const Instruction& g : m.globals)
-    if (g.opcode == spv::Op::OpConstant && g.Operand(0) == 16) sixteen.insert(g.resultId);
+  const std::map<uint32_t, uint32_t> constants = ConstantValues(m);
   // A lane's test: its group (round + lane, not a loop's counter) against the 16 groups.
   std::map<uint32_t, spv::Op> definedBy;
-  for (const auto& f : m.functions)
-    for (const auto& block : f.blocks)
-      for (const Instruction& i : block.instructions)
-        if (i.resultId) definedBy[i.resultId] = i.opcode;
+  passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) {
+    if (i.resultId) definedBy[i.resultId] = i.opcode;
+  });
   auto laneTests = [&](const std::vector<Instruction>& region) {
     size_t n = 0;
-    for (const Instruction& i : region)
-      n += i.opcode == spv::Op::OpULessThan && sixteen.count(i.Operand(1)) && definedBy[i.Operand(0)] == spv::Op::OpIAdd;
+    for (const Instruction& i : region) {
+      if (i.opcode != spv::Op::OpULessThan) continue;
+      const auto bound = constants.find(i.Operand(1));
+      n += bound != constants.end() && bound->second == 16 && definedBy[i.Operand(0)] == spv::Op::OpIAdd;
+    }
     return n;
   };
   size_t conversions = 0;
