@@ -62,6 +62,15 @@ struct Module {
 
   uint32_t TakeId() { return bound++; }
   uint32_t SpirvMinor() const { return (version >> 8) & 0xff; }
+  bool DeclaresCapability(spv::Capability capability) const {
+    for (const Instruction& c : capabilities)
+      if (c.Operand(0) == static_cast<uint32_t>(capability)) return true;
+    return false;
+  }
+  void RequireCapability(spv::Capability capability) {
+    if (!DeclaresCapability(capability))
+      capabilities.emplace_back(spv::Op::OpCapability, 0, 0, std::vector<uint32_t>{static_cast<uint32_t>(capability)});
+  }
 };
 
 // Parses words into `module`. Returns an empty string on success, otherwise why it

@@ -340,20 +340,8 @@ void CleanPreamble(Context& c) {
     }
   });
   EraseIf(m.extensions, [](const ir::Instruction& e) { return ir::DecodeString(e.operands) == kExtExtension; });
-  if (!c.builtins.empty()) {
-    bool has = false;
-    for (const ir::Instruction& cap : m.capabilities)
-      has |= cap.Operand(0) == static_cast<uint32_t>(spv::Capability::GroupNonUniform);
-    if (!has) m.capabilities.emplace_back(spv::Op::OpCapability, 0, 0, std::vector<uint32_t>{static_cast<uint32_t>(spv::Capability::GroupNonUniform)});
-  }
-  if (c.usesShuffle) {
-    bool has = false;
-    for (const ir::Instruction& cap : m.capabilities)
-      has |= cap.Operand(0) == static_cast<uint32_t>(spv::Capability::GroupNonUniformShuffle);
-    if (!has)
-      m.capabilities.emplace_back(spv::Op::OpCapability, 0, 0,
-                                  std::vector<uint32_t>{static_cast<uint32_t>(spv::Capability::GroupNonUniformShuffle)});
-  }
+  if (!c.builtins.empty()) m.RequireCapability(spv::Capability::GroupNonUniform);
+  if (c.usesShuffle) m.RequireCapability(spv::Capability::GroupNonUniformShuffle);
 }
 
 // From SPIR-V 1.4 an entry point lists every global variable its call tree uses:

@@ -143,7 +143,8 @@ uint32_t Widen(Builder& b, const CoopMatType& type, uint32_t word, uint32_t posi
 // The conversion `op` of element `position` of the source's `word`, in 32-bit
 // integer arithmetic wherever an integer is involved, so no 8/16-bit integer scalar
 // (and so no Int8/Int16 arithmetic) is needed. Integer results are the low bits of a
-// uint; float results have the destination type.
+// uint (PackConverted truncates them only where the module allows it); float results
+// have the destination type.
 uint32_t ConvertScalar(Builder& b, spv::Op op, const CoopMatType& from, uint32_t word, uint32_t position,
                        const CoopMatType& to, bool saturate) {
   TypeManager& t = b.types();
@@ -164,10 +165,19 @@ uint32_t ConvertScalar(Builder& b, spv::Op op, const CoopMatType& from, uint32_t
 
 // One word of the destination from ConvertScalar's results (4 / componentBytes of them).
 uint32_t PackConverted(Builder& b, const CoopMatType& to, const std::vector<uint32_t>& parts) {
-  if (to.componentFloat && to.componentBytes < 4) return PackFloats(b, to.componentType, parts);
+  if (to.componentFloat && to.componentBytes < 4) return PackVector(b, to.componentType, parts);
   if (to.componentFloat) return b.Emit(spv::Op::OpBitcast, b.types().Uint(), {parts[0]});
   if (to.componentBytes == 4) return parts[0];
   const uint32_t bits = 8 * to.componentBytes;
+  // Where the module may do 8/16-bit integer arithmetic, the parts truncated and
+  // packed as a vector: ACO packs that with byte permutes (v_perm_b32, 3 instructions
+  // for 4 bytes where the masks and shifts below take 5).
+  if (ArithmeticAllowed(b.context(), to.componentType)) {
+    const spv::Op truncate = b.types().IsSignedInt(to.componentType) ? spv::Op::OpSConvert : spv::Op::OpUConvert;
+    std::vector<uint32_t> narrowed;
+    for (uint32_t part : parts) narrowed.push_back(b.Emit(truncate, to.componentType, {part}));
+    return PackVector(b, to.componentType, narrowed);
+  }
   uint32_t word = 0;
   for (uint32_t j = 0; j < parts.size(); ++j) {
     const uint32_t part = b.ShiftLeft(b.And(parts[j], b.U((1u << bits) - 1)), b.U(j * bits));

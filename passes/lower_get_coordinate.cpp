@@ -92,7 +92,7 @@ uint32_t LearnTable(Builder& b, FunctionState& fs, const CoopMatType& type, bool
     }
     uint32_t word = 0;
     if (type.componentFloat && type.componentBytes < 4) {
-      word = PackFloats(b, type.componentType, encoded);
+      word = PackVector(b, type.componentType, encoded);
     } else if (type.componentFloat) {
       word = b.Emit(spv::Op::OpBitcast, t.Uint(), {encoded[0]});
     } else {

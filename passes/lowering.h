@@ -100,9 +100,14 @@ class Scratch {
   std::set<std::pair<uint32_t, uint32_t>> requiredTypes_;  // (type, extra bytes per element)
 };
 
-// Two f16/bfloat16 or four fp8 values (lowest address first) as the bits of a uint:
-// OpCompositeConstruct of a vector, OpBitcast; no arithmetic on the elements.
-uint32_t PackFloats(Builder& b, uint32_t componentType, const std::vector<uint32_t>& elements);
+// Two 16-bit or four 8-bit values (lowest address first) as the bits of a uint:
+// OpCompositeConstruct of a vector, OpBitcast. For integers only where
+// ArithmeticAllowed (a storage-only 8/16-bit type admits width conversions alone).
+uint32_t PackVector(Builder& b, uint32_t componentType, const std::vector<uint32_t>& elements);
+
+// Whether the module may do arithmetic (conversions, subgroup operations, bitcasts)
+// on this scalar type: always for 32-bit types, else with its width's capability.
+bool ArithmeticAllowed(const Context& c, uint32_t scalarType);
 
 // Learned element->coordinate tables for one matrix type in one function.
 struct CoordinateTables {

@@ -25,26 +25,6 @@ uint32_t VkComponentType(const TypeManager& t, uint32_t componentType, bool& ok)
   return type.value_or(0);
 }
 
-bool HasCapability(const ir::Module& m, spv::Capability capability) {
-  for (const ir::Instruction& cap : m.capabilities)
-    if (cap.Operand(0) == static_cast<uint32_t>(capability)) return true;
-  return false;
-}
-
-// The capability that arithmetic (conversions, subgroup operations) on this
-// scalar type needs, or None for 32-bit types.
-bool ArithmeticAllowed(const Context& c, uint32_t scalarType) {
-  const TypeManager& t = c.types;
-  const uint32_t width = t.ScalarWidth(scalarType);
-  if (width == 32) return true;
-  if (t.IsFloatType(scalarType)) return width == 16 && HasCapability(c.module, spv::Capability::Float16);
-  if (t.IsIntType(scalarType)) {
-    if (width == 8) return HasCapability(c.module, spv::Capability::Int8);
-    if (width == 16) return HasCapability(c.module, spv::Capability::Int16);
-  }
-  return false;
-}
-
 uint32_t ShuffleOp(Builder& b, spv::Op op, uint32_t value, uint32_t operand) {
   Context& c = b.context();
   TypeManager& t = c.types;
@@ -77,6 +57,18 @@ uint32_t ShuffleOp(Builder& b, spv::Op op, uint32_t value, uint32_t operand) {
 }
 
 }  // namespace
+
+bool ArithmeticAllowed(const Context& c, uint32_t scalarType) {
+  const TypeManager& t = c.types;
+  const uint32_t width = t.ScalarWidth(scalarType);
+  if (width == 32) return true;
+  if (t.IsFloatType(scalarType)) return width == 16 && c.module.DeclaresCapability(spv::Capability::Float16);
+  if (t.IsIntType(scalarType)) {
+    if (width == 8) return c.module.DeclaresCapability(spv::Capability::Int8);
+    if (width == 16) return c.module.DeclaresCapability(spv::Capability::Int16);
+  }
+  return false;
+}
 
 const LinearLayout* RegisterLayout(const Context& c, uint32_t componentType, uint32_t rowsId, uint32_t colsId, MatrixUse use) {
   if (c.options.layouts.empty()) return nullptr;

@@ -411,7 +411,7 @@ std::vector<uint32_t> Scratch::Unpack(Builder& b, const CoopMatType& type, uint3
   return elements;
 }
 
-uint32_t PackFloats(Builder& b, uint32_t componentType, const std::vector<uint32_t>& elements) {
+uint32_t PackVector(Builder& b, uint32_t componentType, const std::vector<uint32_t>& elements) {
   TypeManager& t = b.types();
   const uint32_t vector = b.Emit(spv::Op::OpCompositeConstruct, t.Vector(componentType, static_cast<uint32_t>(elements.size())), elements);
   return b.Emit(spv::Op::OpBitcast, t.Uint(), {vector});
@@ -421,7 +421,7 @@ uint32_t Scratch::Pack(Builder& b, const CoopMatType& type, const std::vector<ui
   TypeManager& t = context_.types;
   if (elements.size() * type.componentBytes != 4) Fail("internal error: Pack needs a whole word of elements");
   if (type.componentBytes == 4) return type.componentType == t.Uint() ? elements[0] : b.Emit(spv::Op::OpBitcast, t.Uint(), {elements[0]});
-  if (type.componentFloat) return PackFloats(b, type.componentType, elements);
+  if (type.componentFloat || ArithmeticAllowed(context_, type.componentType)) return PackVector(b, type.componentType, elements);
   uint32_t word = 0;
   for (size_t j = 0; j < elements.size(); ++j) {
     const uint32_t bits = b.Emit(spv::Op::OpUConvert, t.Uint(), {elements[j]});  // zero-extends signed ones too

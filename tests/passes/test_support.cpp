@@ -54,11 +54,7 @@ size_t CountOpcode(const coopmat::ir::Module& m, spv::Op op) {
   return n;
 }
 
-bool HasCapability(const coopmat::ir::Module& m, spv::Capability cap) {
-  for (const auto& i : m.capabilities)
-    if (i.Operand(0) == static_cast<uint32_t>(cap)) return true;
-  return false;
-}
+bool HasCapability(const coopmat::ir::Module& m, spv::Capability cap) { return m.DeclaresCapability(cap); }
 
 bool HasExtension(const coopmat::ir::Module& m, const std::string& name) {
   for (const auto& i : m.extensions)

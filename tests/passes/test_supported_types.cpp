@@ -96,6 +96,18 @@ coopmat::LowerResult LowerOk(const std::vector<uint32_t>& words, const coopmat::
   return result;
 }
 
+// How many instructions yield an 8-bit integer scalar, per opcode.
+std::map<spv::Op, size_t> NarrowIntValues(const Module& m) {
+  std::set<uint32_t> narrowInts;
+  for (const auto& g : m.globals)
+    if (g.opcode == spv::Op::OpTypeInt && g.Operand(0) == 8) narrowInts.insert(g.resultId);
+  std::map<spv::Op, size_t> values;
+  passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) {
+    if (narrowInts.count(i.typeId)) ++values[i.opcode];
+  });
+  return values;
+}
+
 }  // namespace
 
 TEST_CASE("conversions declare a matrix type of their own only when the driver supports it", "[lower][types]") {
@@ -136,13 +148,10 @@ TEST_CASE("the intermediate type decides between the register and the scratch co
     // Each lane converts whole words: two f16 FConverts per word, for each of the two f32 -> f16 conversions.
     CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpFConvert)}) == 2 * 2);
     CHECK(ScalarConversions(m, {static_cast<uint32_t>(spv::Op::OpConvertUToF)}) >= 1);
-    // Integer conversions run in 32-bit arithmetic: no instruction yields an 8-bit scalar.
-    std::set<uint32_t> narrowInts;
-    for (const auto& g : m.globals)
-      if (g.opcode == spv::Op::OpTypeInt && g.Operand(0) == 8) narrowInts.insert(g.resultId);
-    size_t narrowValues = 0;
-    passtest::ForEachFunctionInstruction(m, [&](const Instruction& i) { narrowValues += narrowInts.count(i.typeId); });
-    CHECK(narrowValues == 0);
+    // Integer conversions run in 32-bit arithmetic; an 8-bit scalar is only ever a
+    // truncation that packs a destination word (the module declares Int8): the 4 bytes
+    // of the word a lane writes each round, for each of the two 32 -> 8-bit conversions.
+    CHECK(NarrowIntValues(m) == std::map<spv::Op, size_t>{{spv::Op::OpSConvert, 4}, {spv::Op::OpUConvert, 4}});
     CHECK(coopmat::ValidateModule(result.words).empty());
   }
   SECTION("lavapipe: only the 8x8 f16 Accumulator is added, the u8/s8 conversions stay scalar") {
@@ -178,6 +187,73 @@ TEST_CASE("the intermediate type decides between the register and the scratch co
     CHECK(result.stats.scratchBytesPerSubgroup == 16 * 32 * 2);
     CHECK(coopmat::ValidateModule(result.words).empty());
   }
+}
+
+
+// An Acc s32 -> A u8 conversion in a module whose 8-bit types come from
+// StorageBuffer8BitAccess alone: no Int8, so no 8-bit arithmetic. spirv-val admits
+// a storage-only 8-bit value only in a width conversion: a KHR one to A u32 here,
+// which is no intermediate for the Use change (that would be an A s32).
+constexpr const char* kNarrowWithoutInt8 = R"(
+OpCapability Shader
+OpCapability VulkanMemoryModel
+OpCapability StorageBuffer8BitAccess
+OpCapability CooperativeMatrixKHR
+OpCapability CooperativeMatrixConversionsEXT
+OpExtension "SPV_KHR_8bit_storage"
+OpExtension "SPV_KHR_cooperative_matrix"
+OpExtension "SPV_EXT_cooperative_matrix_maintenance1"
+OpMemoryModel Logical Vulkan
+OpEntryPoint GLCompute %main "main" %buf
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %arr ArrayStride 4
+OpDecorate %blk Block
+OpMemberDecorate %blk 0 Offset 0
+OpDecorate %buf DescriptorSet 0
+OpDecorate %buf Binding 0
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%int = OpTypeInt 32 1
+%u8 = OpTypeInt 8 0
+%u0 = OpConstant %uint 0
+%u2 = OpConstant %uint 2
+%u3 = OpConstant %uint 3
+%u4 = OpConstant %uint 4
+%u16 = OpConstant %uint 16
+%acc = OpTypeCooperativeMatrixKHR %int %u3 %u16 %u16 %u2
+%ma = OpTypeCooperativeMatrixKHR %u8 %u3 %u16 %u16 %u0
+%ma32 = OpTypeCooperativeMatrixKHR %uint %u3 %u16 %u16 %u0
+%arr = OpTypeRuntimeArray %uint
+%blk = OpTypeStruct %arr
+%pblk = OpTypePointer StorageBuffer %blk
+%pu = OpTypePointer StorageBuffer %uint
+%buf = OpVariable %pblk StorageBuffer
+%main = OpFunction %void None %fn
+%l = OpLabel
+%p = OpAccessChain %pu %buf %u0 %u0
+%x = OpCooperativeMatrixLoadKHR %acc %p %u0 %u16
+%conv = OpSConvert %ma %x
+%wide = OpUConvert %ma32 %conv
+OpCooperativeMatrixStoreKHR %p %wide %u0 %u16
+OpReturn
+OpFunctionEnd
+)";
+
+TEST_CASE("an 8-bit result packs with byte truncations only where the module declares Int8", "[lower][types]") {
+  const std::vector<uint32_t> input = passtest::Assemble(kNarrowWithoutInt8);
+  INFO(coopmat::ValidateModule(input));
+  REQUIRE(coopmat::ValidateModule(input).empty());
+  const auto result = LowerOk(input, {});
+  INFO(coopmat::ValidateModule(result.words));
+  CHECK(coopmat::ValidateModule(result.words).empty());
+  CHECK(NarrowIntValues(passtest::ParseOrFail(result.words)).empty());
+  // The same module with Int8: the word's four bytes are truncations.
+  Module withInt8 = passtest::ParseOrFail(input);
+  withInt8.RequireCapability(spv::Capability::Int8);
+  const auto packed = LowerOk(coopmat::ir::Emit(withInt8), {});
+  CHECK(coopmat::ValidateModule(packed.words).empty());
+  CHECK(NarrowIntValues(passtest::ParseOrFail(packed.words)) == std::map<spv::Op, size_t>{{spv::Op::OpUConvert, 4}});
 }
 
 TEST_CASE("a type the module declares itself serves as the intermediate without a list", "[lower][types]") {
