@@ -65,30 +65,93 @@ class WordPacker {
   std::map<uint32_t, std::pair<uint32_t, uint32_t>> unpackedFrom_;  // value -> (word, component)
 };
 
-// Which index bit each stage's words pair elements along (in the stage's output
-// numbering): the position the destination's index bit 0 has after the stage, so that
-// each stage sends the words the previous one kept and the last one's words are the
-// destination's pairs (2i, 2i + 1), with nothing repacked; ~0u while that coordinate
-// is still on a lane.
-std::vector<uint32_t> PairBits(const ExchangePlan& x, uint32_t sourceLength) {
-  std::vector<uint32_t> bits(x.stages.size(), ~0u);
-  if (x.order.size() < 2) return bits;
-  std::vector<uint32_t> sizes;  // elements before each stage
+// Which index bit each stage's words pair 16-bit values along (~0u: none, words of
+// consecutive elements), as the fewest values repacked: a word whose pair differs from
+// the one the previous stage left (the source's are consecutive elements, and a 16-bit
+// destination's its pairs (2i, 2i + 1)) is rebuilt, a v_perm_b32 or v_swap_b16 per two
+// words on AMD. Returns the values repacked and the bits; `stages` may be any order of
+// the plan's.
+std::pair<uint64_t, std::vector<uint32_t>> PairBits(const std::vector<ExchangeStage>& stages, uint32_t sourceLength,
+                                                    std::optional<uint32_t> destinationPair) {
+  constexpr uint32_t kNone = ~0u;
+  std::vector<uint32_t> none(stages.size(), kNone);
+  if (!std::has_single_bit(sourceLength)) return {0, none};
+  std::map<uint32_t, uint64_t> best{{0u, 0}};  // the pair bit the words leave a stage with -> values repacked so far
+  std::vector<std::map<uint32_t, uint32_t>> previous(stages.size());
   uint32_t n = sourceLength;
-  for (const ExchangeStage& stage : x.stages) {
-    sizes.push_back(n);
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const ExchangeStage& stage = stages[s];
+    const uint32_t bits = static_cast<uint32_t>(std::countr_zero(n));
+    // A drop groups the elements it keeps: its pair bit counts without the dropped one.
+    const uint32_t groupBits = stage.kind == Kind::Drop ? bits - 1 : bits;
+    std::map<uint32_t, uint64_t> next;
+    auto arrive = [&](uint32_t pair, uint32_t before) {
+      for (const auto [left, cost] : best) {
+        const uint64_t total = cost + (before != kNone && before == left ? 0 : n);
+        auto [it, fresh] = next.try_emplace(pair, total);
+        if (fresh || total < it->second) {
+          it->second = total;
+          previous[s][pair] = left;
+        }
+      }
+    };
+    for (uint32_t pair = 0; pair < groupBits; ++pair)
+      if (stage.kind != Kind::Swap || pair != stage.indexBit)
+        arrive(pair, stage.kind == Kind::Drop && pair >= stage.indexBit ? pair + 1 : pair);
+    if (next.empty()) arrive(kNone, kNone);
+    best = std::move(next);
     n = stage.kind == Kind::Replicate ? 2 * n : stage.kind == Kind::Drop ? n / 2 : n;
   }
-  uint32_t q = static_cast<uint32_t>(std::countr_zero(x.order[1] ^ x.order[0]));
-  for (size_t s = x.stages.size(); s-- > 0;) {
-    bits[s] = q;
-    if (q == ~0u) continue;
-    const ExchangeStage& stage = x.stages[s];
-    if (stage.kind == Kind::Swap && q == stage.indexBit) q = ~0u;  // it arrives from the lane bit here
-    if (stage.kind == Kind::Replicate && (1u << q) == sizes[s]) q = ~0u;
-    if (stage.kind == Kind::Drop && q >= stage.indexBit) ++q;
+  uint32_t last = best.begin()->first;
+  uint64_t least = ~uint64_t{0};
+  for (const auto [pair, cost] : best) {
+    const uint64_t total = cost + (destinationPair && pair != *destinationPair ? n : 0);
+    if (total < least) least = total, last = pair;
   }
-  return bits;
+  std::vector<uint32_t> bits(stages.size());
+  for (size_t s = stages.size(); s-- > 0;) {
+    bits[s] = last;
+    last = previous[s][last];
+  }
+  return {least, bits};
+}
+
+// The stages in the order they are emitted, and their pair bits (PairBits). Swaps in a
+// row on distinct lane and index bits commute, and a swap cannot pair along its own
+// index bit; so a run of them takes the order that repacks least (gfx1201 wave32 A f16
+// -> Acc f32: the swap of the source's pair bit last, one repacking instead of two).
+std::pair<std::vector<ExchangeStage>, std::vector<uint32_t>> PackingOrder(const ExchangePlan& x, uint32_t sourceLength,
+                                                                          uint32_t perWord, bool destinationPacked) {
+  std::vector<ExchangeStage> stages = x.stages;
+  if (perWord != 2) return {stages, std::vector<uint32_t>(stages.size(), ~0u)};
+  std::optional<uint32_t> destinationPair;
+  if (destinationPacked && x.order.size() >= 2) destinationPair = static_cast<uint32_t>(std::countr_zero(x.order[1] ^ x.order[0]));
+  auto [least, bits] = PairBits(stages, sourceLength, destinationPair);
+  constexpr size_t kMaxRun = 6;  // 720 orders
+  for (size_t begin = 0; begin < stages.size(); ++begin) {
+    size_t end = begin;
+    uint32_t lanes = 0, indices = 0;
+    while (end < stages.size() && end - begin < kMaxRun && stages[end].kind == Kind::Swap &&
+           !(lanes >> stages[end].laneBit & 1) && !(indices >> stages[end].indexBit & 1)) {
+      lanes |= 1u << stages[end].laneBit;
+      indices |= 1u << stages[end].indexBit;
+      ++end;
+    }
+    if (end - begin < 2) continue;
+    const std::vector<ExchangeStage> run(stages.begin() + static_cast<std::ptrdiff_t>(begin),
+                                         stages.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<size_t> order(run.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::vector<ExchangeStage> trial = stages, chosen = stages;
+    while (std::next_permutation(order.begin(), order.end())) {
+      for (size_t i = 0; i < run.size(); ++i) trial[begin + i] = run[order[i]];
+      auto [cost, trialBits] = PairBits(trial, sourceLength, destinationPair);
+      if (cost < least) least = cost, bits = std::move(trialBits), chosen = trial;
+    }
+    stages = std::move(chosen);
+    begin = end - 1;
+  }
+  return {stages, bits};
 }
 
 // The elements of `all` (ascending) in groups of `perWord` that differ in `pairBit`
@@ -152,7 +215,8 @@ std::vector<uint32_t> SwapWithinWord(Builder& b, WordPacker& packer, const std::
 }  // namespace
 
 uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
-                       uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
+                       uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId,
+                       bool pairedResult) {
   TypeManager& t = b.types();
   const ExchangePlan& x = *plan.exchanges;
   WordPacker packer(b, valueType);
@@ -175,11 +239,11 @@ uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& pl
     for (uint32_t e : elements) ids.push_back(values[e | offset]);
     return packer.Pack(ids);
   };
-  const std::vector<uint32_t> pairBits = PairBits(x, plan.sourceLength);
+  const auto [stages, pairBits] = PackingOrder(x, plan.sourceLength, perWord, pairedResult && !after);
   std::vector<uint32_t> v;
   for (uint32_t i = 0; i < plan.sourceLength; ++i) v.push_back(value(i));
-  for (size_t s = 0; s < x.stages.size(); ++s) {
-    const ExchangeStage& stage = x.stages[s];
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const ExchangeStage& stage = stages[s];
     const uint32_t mask = 1u << stage.laneBit;
     const uint32_t n = static_cast<uint32_t>(v.size());
     std::vector<uint32_t> next;

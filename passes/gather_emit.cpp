@@ -162,9 +162,10 @@ bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueT
 }
 
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
-                    uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId) {
+                    uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId,
+                    bool pairedResult) {
   TypeManager& t = b.types();
-  if (plan.exchanges) return EmitExchanges(b, fs, plan, value, valueType, after, destType, resultId);
+  if (plan.exchanges) return EmitExchanges(b, fs, plan, value, valueType, after, destType, resultId, pairedResult);
   if (const auto shared = SharedWords(b.context(), plan, valueType))
     return EmitSharedWordGather(b, fs, plan, shared->first, shared->second, value, valueType, after, destType, resultId);
   ElementPicker fetch(b, plan.sourceLength, valueType, value);

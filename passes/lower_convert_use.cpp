@@ -367,9 +367,11 @@ Strategy Choose(Context& c, const ir::Instruction& inst, const CoopMatType& from
 
 // Moves `value` of type `from` into a `to` matrix in registers; `convert`, when
 // not OpNop, converts each element (OpBitcast for a signedness change), before the
-// move or after it as `early` below says.
+// move or after it as `early` below says. `convertedNext`: the caller converts the
+// result's elements (EmitGather's pairedResult).
 uint32_t RegisterMove(Builder& b, const FunctionState& fs, uint32_t value, const CoopMatType& from, const CoopMatType& to,
-                      const GatherPlan& plan, spv::Op convert, uint32_t resultId, bool saturate = false) {
+                      const GatherPlan& plan, spv::Op convert, uint32_t resultId, bool saturate = false,
+                      bool convertedNext = false) {
   TypeManager& t = b.types();
   // Exchanges move the narrower type (packed words); a gather converts narrow sources
   // to 32 bits before they cross lanes.
@@ -385,7 +387,7 @@ uint32_t RegisterMove(Builder& b, const FunctionState& fs, uint32_t value, const
   };
   std::function<uint32_t(uint32_t)> after;
   if (convert != spv::Op::OpNop && !early) after = [&](uint32_t v) { return Convert(b, convert, to.componentType, v, saturate); };
-  return EmitGather(b, fs, plan, element, early ? to.componentType : from.componentType, after, to.id, resultId);
+  return EmitGather(b, fs, plan, element, early ? to.componentType : from.componentType, after, to.id, resultId, !convertedNext);
 }
 
 // Validates the conversion and returns its matrix types and transpose flag.
@@ -471,8 +473,8 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
   const uint32_t source = inst.operands[0];
   const bool saturate = Saturates(c, inst.resultId);
   // The route's move: in registers when planned, else the scratch round trip.
-  auto move = [&](uint32_t value, const CoopMatType& a, const CoopMatType& z, uint32_t resultId) {
-    if (s.registers) return RegisterMove(b, fs, value, a, z, *s.registers, spv::Op::OpNop, resultId);
+  auto move = [&](uint32_t value, const CoopMatType& a, const CoopMatType& z, uint32_t resultId, bool convertedNext) {
+    if (s.registers) return RegisterMove(b, fs, value, a, z, *s.registers, spv::Op::OpNop, resultId, false, convertedNext);
     return RoundTrip(b, fs, value, a, z, transpose, resultId);
   };
   switch (s.route) {
@@ -487,12 +489,12 @@ void LowerConversion(Builder& b, FunctionState& fs, const ir::Instruction& inst)
       break;
     case Route::ConvertThenMove: {
       const CoopMatType mid = MakeType(c, s.midComponent, from.scopeId, s.midRows, s.midCols, s.midUse);
-      move(Convert(b, inst.opcode, mid.id, source, saturate), mid, to, inst.resultId);
+      move(Convert(b, inst.opcode, mid.id, source, saturate), mid, to, inst.resultId, false);
       break;
     }
     case Route::MoveThenConvert: {
       const CoopMatType mid = MakeType(c, s.midComponent, from.scopeId, s.midRows, s.midCols, s.midUse);
-      b.Emit(inst.opcode, to.id, {move(source, from, mid, 0)}, inst.resultId);
+      b.Emit(inst.opcode, to.id, {move(source, from, mid, 0, true)}, inst.resultId);
       break;
     }
     case Route::Scalars:

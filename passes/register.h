@@ -175,9 +175,12 @@ bool GatherSharesWords(const Context& c, const GatherPlan& plan, uint32_t valueT
 // Emits the gather. value(i) returns source element i of this invocation (an id
 // of `valueType`, the same id for indices that hold the same value); after(v),
 // when set, converts each gathered value. The last instruction defines resultId
-// (a new id when 0), of matrix type destType; returns it.
+// (a new id when 0), of matrix type destType; returns it. `pairedResult`: the
+// result is used as a matrix, so its 16-bit pairs should come out as whole words
+// (false where the caller converts each element next).
 uint32_t EmitGather(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
-                    uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
+                    uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId,
+                    bool pairedResult = true);
 
 // What decided a conversion's route at the active subgroup size where its move has
 // exchanges: their planned cost against the round trip's measured one (passes/costs.cpp).
@@ -191,7 +194,8 @@ std::optional<MoveCosts> ConversionMoveCosts(Context& c, const ir::Instruction& 
 
 // EmitGather's form for a plan with exchanges (exchange_emit.cpp).
 uint32_t EmitExchanges(Builder& b, const FunctionState& fs, const GatherPlan& plan, const std::function<uint32_t(uint32_t)>& value,
-                       uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId);
+                       uint32_t valueType, const std::function<uint32_t(uint32_t)>& after, uint32_t destType, uint32_t resultId,
+                       bool pairedResult);
 
 // The in-register steps of a reduction as a reduced XOR basis (pivot bit, vector),
 // in application order: after the step with pivot p, the elements whose pivot bits

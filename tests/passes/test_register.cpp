@@ -605,7 +605,11 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
               // Each value is its coordinate's number (row-major in the source's shape),
               // in `width`-bit digits, one run per digit.
               const uint32_t coordinates = from.key.rows * from.key.cols;
+              // 16-bit values pair up in words; a result converted next may leave them in any pairs.
+              for (bool pairedResult : {true, false})
               for (uint32_t shift = 0; shift < 32 && (shift == 0 || (coordinates - 1) >> shift); shift += width) {
+                if (!pairedResult && width != 16) break;
+                INFO("paired result " << pairedResult);
                 EmitFixture f;
                 Module& module = f.module;
                 coopmat::TypeManager& types = f.types;
@@ -628,7 +632,7 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
                 }
                 coopmat::Builder b(f.context, f.function, 0, 1);
                 const uint32_t result = coopmat::EmitGather(b, fs, *plan, [&](uint32_t i) { return sources.at(i); }, type,
-                                                            nullptr, types.Vector(type, to.length), 0);
+                                                            nullptr, types.Vector(type, to.length), 0, pairedResult);
                 eval.Run(f.Emitted());
                 const auto& out = eval.Get(result);
                 for (uint32_t lane = 0; lane < size; ++lane) {
@@ -665,6 +669,55 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
   if (passtest::ExhaustiveStride() == 1) CHECK(laneSwaps > 0);  // counted in the evaluated cases
   CHECK(acrossHalves > 0);  // GFX12 wave64 A <-> Acc: lane bits 2 and 5 trade
   CHECK(planned > 100);
+}
+
+// GFX12 wave32 A f16 -> Acc f16 swaps lane bits 0-2 with the three index bits. The
+// driver holds the source's pairs (2i, 2i + 1) in one register each, which the swap of
+// index bit 0 cannot send whole: run first, as planned, every word is built anew and
+// rebuilt once more later; run later, the first words are the source's own.
+TEST_CASE("register path: commuting swaps run in the order that repacks 16-bit pairs least", "[register]") {
+  const auto layouts = Builtin(coopmat::DriverFamily::RadvGfx12, 32);
+  auto find = [&](uint32_t use) {
+    for (const auto& l : layouts)
+      if (l.key.use == use && l.key.componentType == coopmat::kTypeF16 && l.key.rows == 16 && l.key.cols == 16) return &l;
+    return static_cast<const LinearLayout*>(nullptr);
+  };
+  const LinearLayout* from = find(coopmat::kUseA);
+  const LinearLayout* to = find(coopmat::kUseAccumulator);
+  REQUIRE(from);
+  REQUIRE(to);
+  const auto plan = coopmat::PlanExchanges(from, to, false, 16, 0xF);
+  REQUIRE(plan);
+  const auto& stages = plan->exchanges->stages;
+  REQUIRE(stages.size() >= 3);
+  REQUIRE(stages[0].kind == coopmat::ExchangeStage::Kind::Swap);
+  REQUIRE(stages[0].indexBit == 0);  // as planned, the source's pair bit first
+  for (bool pairedResult : {false, true}) {
+    INFO("paired result " << pairedResult);
+    EmitFixture f;
+    coopmat::FunctionState fs{f.function};
+    fs.lane = f.module.TakeId();
+    const uint32_t type = f.types.Float(16);
+    std::vector<uint32_t> sources(from->length);
+    for (uint32_t& id : sources) {
+      id = f.module.TakeId();
+      f.types.SetTypeOf(id, type);
+    }
+    coopmat::Builder b(f.context, f.function, 0, 1);
+    coopmat::EmitGather(b, fs, *plan, [&](uint32_t i) { return sources.at(i); }, type, nullptr, f.types.Vector(type, to->length), 0,
+                        pairedResult);
+    size_t built = 0, sourcePairs = 0;
+    for (const Instruction& inst : f.Emitted()) {
+      if (inst.opcode != spv::Op::OpCompositeConstruct || inst.typeId != f.types.Vector(type, 2)) continue;
+      ++built;
+      for (uint32_t i = 0; i + 1 < sources.size(); i += 2)
+        sourcePairs += inst.operands == std::vector<uint32_t>{sources[i], sources[i + 1]};
+    }
+    // The 8 values in 4 words, then one rebuilding of the 4.
+    CHECK(built == 4 + 4);
+    // Converted next, the result's pairs are free: the first words are the source's.
+    if (!pairedResult) CHECK(sourcePairs == 4);
+  }
 }
 
 // As the layer lowers for RADV GFX11 at module time: wave32 and wave64 in one module,
