@@ -5,6 +5,7 @@
 // (VUID-RuntimeSpirv-OpTypeCooperativeMatrixKHR-10163).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
 
 #include <map>
 #include <optional>
@@ -254,6 +255,26 @@ TEST_CASE("an 8-bit result packs with byte truncations only where the module dec
   const auto packed = LowerOk(coopmat::ir::Emit(withInt8), {});
   CHECK(coopmat::ValidateModule(packed.words).empty());
   CHECK(NarrowIntValues(passtest::ParseOrFail(packed.words)) == std::map<spv::Op, size_t>{{spv::Op::OpUConvert, 4}});
+}
+
+// The same module converting its storage-only A u8 back to an accumulator: the round
+// trip would store the 8-bit matrix, which spirv-val admits only with Int8. Refused with
+// a reason, never an invalid module; with Int8 it lowers and validates.
+TEST_CASE("a storage-only 8-bit matrix that would go through shared memory is refused", "[lower][types]") {
+  std::string text = kNarrowWithoutInt8;
+  const std::string sink = "%wide = OpUConvert %ma32 %conv\nOpCooperativeMatrixStoreKHR %p %wide %u0 %u16";
+  REQUIRE(text.find(sink) != std::string::npos);
+  text.replace(text.find(sink), sink.size(), "%back = OpSConvert %acc %conv\nOpCooperativeMatrixStoreKHR %p %back %u0 %u16");
+  const std::vector<uint32_t> input = passtest::Assemble(text);
+  INFO(coopmat::ValidateModule(input));
+  REQUIRE(coopmat::ValidateModule(input).empty());
+  const auto refused = coopmat::LowerModule(input, {});
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.error, Catch::Matchers::ContainsSubstring("no Int8 capability"));
+  Module withInt8 = passtest::ParseOrFail(input);
+  withInt8.RequireCapability(spv::Capability::Int8);
+  const auto lowered = LowerOk(coopmat::ir::Emit(withInt8), {});
+  CHECK(coopmat::ValidateModule(lowered.words).empty());
 }
 
 TEST_CASE("a type the module declares itself serves as the intermediate without a list", "[lower][types]") {
