@@ -106,7 +106,8 @@ class Scratch {
 uint32_t PackVector(Builder& b, uint32_t componentType, const std::vector<uint32_t>& elements);
 
 // Whether the module may do arithmetic (conversions, subgroup operations, bitcasts)
-// on this scalar type: always for 32-bit types, else with its width's capability.
+// on this scalar type: always for 32-bit types and for bfloat16 and fp8 (whose type
+// capabilities allow their conversions and bitcasts), else with its width's capability.
 bool ArithmeticAllowed(const Context& c, uint32_t scalarType);
 
 // Learned element->coordinate tables for one matrix type in one function.

@@ -61,7 +61,7 @@ uint32_t ShuffleOp(Builder& b, spv::Op op, uint32_t value, uint32_t operand) {
 bool ArithmeticAllowed(const Context& c, uint32_t scalarType) {
   const TypeManager& t = c.types;
   const uint32_t width = t.ScalarWidth(scalarType);
-  if (width == 32) return true;
+  if (width == 32 || t.IsEncodedFloat(scalarType)) return true;
   if (t.IsFloatType(scalarType)) return width == 16 && c.module.DeclaresCapability(spv::Capability::Float16);
   if (t.IsIntType(scalarType)) {
     if (width == 8) return c.module.DeclaresCapability(spv::Capability::Int8);
@@ -195,14 +195,9 @@ uint32_t RegisterCoordinate(Builder& b, const FunctionState& fs, const LinearLay
 
 // bfloat16 and fp8 cross lanes as bits (EncodedShuffle) and convert with
 // OpFConvert and friends, which their type capabilities allow.
-bool CanShuffle(const Context& c, uint32_t scalarType) {
-  return c.types.IsEncodedFloat(scalarType) || ArithmeticAllowed(c, scalarType);
-}
+bool CanShuffle(const Context& c, uint32_t scalarType) { return ArithmeticAllowed(c, scalarType); }
 
-bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to) {
-  auto allowed = [&](uint32_t type) { return c.types.IsEncodedFloat(type) || ArithmeticAllowed(c, type); };
-  return allowed(from) && allowed(to);
-}
+bool CanConvertScalars(const Context& c, uint32_t from, uint32_t to) { return ArithmeticAllowed(c, from) && ArithmeticAllowed(c, to); }
 
 uint32_t ShuffleXor(Builder& b, uint32_t value, uint32_t mask) {
   if (mask == 0) return value;

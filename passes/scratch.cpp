@@ -373,8 +373,7 @@ uint32_t Scratch::StoreMatrix(Builder& b, FunctionState& fs, uint32_t value, con
   // An 8/16-bit type the module declares through the storage capabilities alone admits
   // no matrix store (spirv-val: "Invalid use of 8- or 16-bit result"): refused, where
   // writing one would hand the driver an invalid module.
-  if (type.componentBytes < 4 && !context_.types.IsEncodedFloat(type.componentType) &&
-      !ArithmeticAllowed(context_, type.componentType))
+  if (type.componentBytes < 4 && !ArithmeticAllowed(context_, type.componentType))
     Fail("a " + std::to_string(8 * type.componentBytes) + "-bit matrix would go through shared memory, but the module declares its " +
          "type for storage only (no " + (type.componentFloat ? "Float16" : type.componentBytes == 1 ? "Int8" : "Int16") +
          " capability), which admits no cooperative matrix store");
