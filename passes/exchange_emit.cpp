@@ -74,8 +74,7 @@ class WordPacker {
 std::pair<uint64_t, std::vector<uint32_t>> PairBits(const std::vector<ExchangeStage>& stages, uint32_t sourceLength,
                                                     std::optional<uint32_t> destinationPair) {
   constexpr uint32_t kNone = ~0u;
-  std::vector<uint32_t> none(stages.size(), kNone);
-  if (!std::has_single_bit(sourceLength)) return {0, none};
+  if (!std::has_single_bit(sourceLength)) return {0, std::vector<uint32_t>(stages.size(), kNone)};
   std::map<uint32_t, uint64_t> best{{0u, 0}};  // the pair bit the words leave a stage with -> values repacked so far
   std::vector<std::map<uint32_t, uint32_t>> previous(stages.size());
   uint32_t n = sourceLength;
