@@ -9,8 +9,8 @@ or 1.6, and keeps the module and its spirv-opt -O variant when spirv-val accepts
 them. The outputs are libFuzzer seeds (and a corpus to replay): valid input, so
 the lower target's property "valid in, valid out" applies to every one.
 
-  generate_modules.py [--exec] [--scalars T,...] [--shapes RxC,...] [--local N] [--without OP,...]
-                      OUT_DIR COUNT [SEED]
+  generate_modules.py [--exec] [--scalars T,...] [--operands T] [--shapes RxC,...] [--local N]
+                      [--without OP,...] OUT_DIR COUNT [SEED]
 
 --exec: for running, not only lowering (tests/samples/differential.cpp): the result goes to
 d[8192...], apart from the input tile at d[0...] that every subgroup of the workgroup reads,
@@ -19,6 +19,10 @@ exec-NNNNN.<scalar>.<env>.spv so that the runner knows the buffer's element type
 --scalars, --shapes, --local, --without OP,...: draw only these, or not these operations (a
 device that lists only 16x16 f16 A, B and accumulators, whose subgroups are 32 or 64 lanes:
 --scalars float16_t --shapes 16x16 --local 64 --without reduce2x2, whose result is 8x8).
+--operands T: the A and B matrices the Use conversions and transposes make are of T, not of
+the accumulator's scalar type (a relaxed Op*Convert: Use and component type at once), as on
+a device that lists f16 A and B with f32 accumulators only (CDNA3: --scalars float --operands
+float16_t). Those go to o[1024...] and o[2560...] (--exec: o[] is compared bit for bit).
 """
 import os
 import random
@@ -42,6 +46,7 @@ layout(push_constant) uniform PC {{ {scalar} s; uint n; }} pc;
 }}
 {scalar} mix2(const in uint row, const in uint col, const in {scalar} x, const in {scalar} y) {{ return x + y; }}
 #define MAT(R, C, USE) coopmat<{scalar}, gl_ScopeSubgroup, R, C, USE>
+#define OPERAND(R, C, USE) coopmat<{operand}, gl_ScopeSubgroup, R, C, USE>
 void main() {{
   MAT({rows}, {cols}, gl_MatrixUseAccumulator) m;
   coopMatLoad(m, d, 0, {cols}, gl_CooperativeMatrixLayoutRowMajor);
@@ -63,11 +68,19 @@ const bool BIG = TM >= TN;
 SCALARS = ["float", "float16_t", "int", "uint"]
 OPS = ["perElement", "perElementMatrix", "reduce", "reduce2x2", "convertA", "convertB", "transpose", "getCoordinate"]
 SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
+BYTES = {"float": 4, "float16_t": 2, "int": 4, "uint": 4}
 
 
-def op(rng, rows, cols, k, halves, executable=False, without=()):
+def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0):
     """One operation on `m` (an Accumulator rows x cols); keeps m's type. rows and
-    cols are numbers or specialization constants' names, halves their halves."""
+    cols are numbers or specialization constants' names, halves their halves. Operation k
+    stores a Use conversion or transpose to a region of its own: an A and a B matrix (or an
+    accumulator's transpose) put an element in different invocations, so two of them stored
+    to one place race (no order between invocations without a barrier; the virtual device
+    runs its chunks in shuffled order and shows it).
+    operand_bytes: the size of the A and B component type where it is not m's; those
+    matrices are then stored to o[] (a uint array: the virtual device emulates stores of
+    16-bit components through 32-bit integers only) instead of d[]."""
     kind = rng.choice([k for k in OPS if k not in without])
     if kind == "perElement":
         return f"  coopMatPerElementEXT(m, m, shift, pc.s);\n"
@@ -84,11 +97,13 @@ def op(rng, rows, cols, k, halves, executable=False, without=()):
                 f" coopMatStore(r{k}, d, 1024, {halves[1]}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
     if kind in ("convertA", "convertB"):
         use = "gl_MatrixUseA" if kind == "convertA" else "gl_MatrixUseB"
-        return (f"  {{ MAT({rows}, {cols}, {use}) a{k} = MAT({rows}, {cols}, {use})(m);"
-                f" coopMatStore(a{k}, d, 2048, {cols}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
+        store = f"o, {1024 + 256 * k}, ({cols}) * {operand_bytes} / 4" if operand_bytes else f"d, {2048 + 256 * k}, {cols}"
+        return (f"  {{ OPERAND({rows}, {cols}, {use}) a{k} = OPERAND({rows}, {cols}, {use})(m);"
+                f" coopMatStore(a{k}, {store}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
     if kind == "transpose":
-        return (f"  {{ MAT({cols}, {rows}, gl_MatrixUseB) t{k}; coopMatTransposeEXT(t{k}, m);"
-                f" coopMatStore(t{k}, d, 4096, {rows}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
+        store = f"o, {2560 + 256 * k}, ({rows}) * {operand_bytes} / 4" if operand_bytes else f"d, {4096 + 256 * k}, {rows}"
+        return (f"  {{ OPERAND({cols}, {rows}, gl_MatrixUseB) t{k}; coopMatTransposeEXT(t{k}, m);"
+                f" coopMatStore(t{k}, {store}, gl_CooperativeMatrixLayoutRowMajor); }}\n")
     # Run (--exec): each invocation writes its own words, not one word from every lane.
     slot = "outBase + gl_LocalInvocationIndex * m.length() + i" if executable else "outBase + i"
     return ("  for (uint i = 0; i < m.length(); ++i) { uvec2 rc = coopMatGetCoordinateEXT(m, i);"
@@ -111,8 +126,9 @@ def wrap(rng, body, k, spec):
     return body
 
 
-def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16, 32, 64), without=()):
+def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16, 32, 64), without=(), operand=None):
     scalar = rng.choice(scalars)
+    operand_bytes = BYTES[operand] if operand and operand != scalar else 0
     rows, cols = rng.choice(shapes)
     spec = rng.random() < 0.35
     constants, local_id, out_base, halves = "", "", "0", (rows // 2, cols // 2)
@@ -122,9 +138,9 @@ def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16
         out_base = rng.choice(["0", "OFF"])
         rows, cols, halves = "TM", "TN", ("TM2", "TN2")
     text = HEADER.format(constants=constants, local=rng.choice(locals_), localId=local_id, scalar=scalar,
-                         rows=rows, cols=cols, outBase=out_base)
+                         operand=operand or scalar, rows=rows, cols=cols, outBase=out_base)
     for k in range(rng.randint(1, 6)):
-        text += wrap(rng, op(rng, rows, cols, k, halves, executable, without), k, spec)
+        text += wrap(rng, op(rng, rows, cols, k, halves, executable, without, operand_bytes), k, spec)
     result = 8192 if executable else 0  # --exec: apart from the input tile
     text += f"  coopMatStore(m, d, {result}, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
     return text, scalar
@@ -136,13 +152,15 @@ def run(command):
 
 def main():
     args = sys.argv[1:]
-    executable, scalars, shapes, locals_, without = False, SCALARS, SHAPES, (8, 16, 32, 64), set()
+    executable, scalars, shapes, locals_, without, operand = False, SCALARS, SHAPES, (8, 16, 32, 64), set(), None
     while args and args[0].startswith("--"):
         flag = args.pop(0)
         if flag == "--exec":
             executable = True
         elif flag == "--scalars":
             scalars = args.pop(0).split(",")
+        elif flag == "--operands":
+            operand = args.pop(0)
         elif flag == "--shapes":
             shapes = [tuple(int(x) for x in s.split("x")) for s in args.pop(0).split(",")]
         elif flag == "--without":
@@ -158,7 +176,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(count):
             source = os.path.join(tmp, "g.comp")
-            text, scalar = shader(rng, executable, scalars, shapes, locals_, without)
+            text, scalar = shader(rng, executable, scalars, shapes, locals_, without, operand)
             with open(source, "w") as f:
                 f.write(text)
             env = rng.choice(["spirv1.3", "spirv1.6"])

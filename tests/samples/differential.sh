@@ -7,8 +7,9 @@
 # layouts (coopmat-info INFO) with two index bits of every accumulator swapped; the
 # portable path, which needs no layout, then disagrees with it, and the run must say so.
 # --virtual: on the virtual device (tests/virtual) under PROFILE, the product layer above it
-# (LAYER_PATH holds both), 16x16 f16 shapes in workgroups of 64; a fault or a pipeline the
-# virtual device refused fails the run.
+# (LAYER_PATH holds both), 16x16 shapes with f16 A and B in workgroups of 64, with the
+# accumulator types PROFILE lists for them (f16, f32: then each conversion to A or B also
+# converts the component type); a fault or a pipeline the virtual device refused fails the run.
 python=$1 source=$2 runner=$3 work=$4 count=$5 mode=${6:-}
 seed=${COOPMAT_DIFFERENTIAL_SEED:-$("$python" -c "
 import sys; sys.path.insert(0, '$source/tests/exec')
@@ -17,7 +18,13 @@ print(lane_seed('differential:$mode:$(basename "${7:-}")', source_commit()) or 1
 echo "differential: generator seed $seed (COOPMAT_DIFFERENTIAL_SEED=$seed draws the same modules)"
 rm -rf "$work" && mkdir -p "$work" || exit 1
 draw="--exec"
-[ "$mode" = --virtual ] && draw="--exec --scalars float16_t --shapes 16x16 --local 64 --without reduce2x2"
+if [ "$mode" = --virtual ]; then
+  accumulators=
+  grep -q "^matrix 16 16 16 f16 f16 f16 f16$" "$7" && accumulators=float16_t
+  grep -q "^matrix 16 16 16 f16 f16 f32 f32$" "$7" && accumulators=${accumulators:+$accumulators,}float
+  [ -n "$accumulators" ] || { echo "differential: $7 lists no 16x16x16 product of f16 A and B"; exit 1; }
+  draw="--exec --scalars $accumulators --operands float16_t --shapes 16x16 --local 64 --without reduce2x2"
+fi
 # shellcheck disable=SC2086
 "$python" "$source/tests/fuzz/generate_modules.py" $draw "$work/modules" "$count" "$seed" || exit 1
 case $mode in
