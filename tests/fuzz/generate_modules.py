@@ -71,7 +71,7 @@ SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
 BYTES = {"float": 4, "float16_t": 2, "int": 4, "uint": 4}
 
 
-def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0):
+def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0, order_free=False):
     """One operation on `m` (an Accumulator rows x cols); keeps m's type. rows and
     cols are numbers or specialization constants' names, halves their halves. Operation k
     stores a Use conversion or transpose to a region of its own: an A and a B matrix (or an
@@ -80,7 +80,10 @@ def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0
     runs its chunks in shuffled order and shows it).
     operand_bytes: the size of the A and B component type where it is not m's; those
     matrices are then stored to o[] (a uint array: the virtual device emulates stores of
-    16-bit components through 32-bit integers only) instead of d[]."""
+    16-bit components through 32-bit integers only) instead of d[].
+    order_free: reductions combine with max only, whose result no order of the combines
+    changes (--exec with f16: the lowerings' sums round differently, and where they
+    cancel the difference is not small against the result)."""
     kind = rng.choice([k for k in OPS if k not in without])
     if kind == "perElement":
         return f"  coopMatPerElementEXT(m, m, shift, pc.s);\n"
@@ -89,6 +92,8 @@ def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0
     if kind == "reduce":
         mode = rng.choice(["Row", "Column", "RowAndColumn"])
         fn = rng.choice(["add", "biggest"])
+        if order_free:
+            fn = "biggest"
         return (f"  {{ MAT({rows}, {cols}, gl_MatrixUseAccumulator) r{k};"
                 f" coopMatReduceEXT(r{k}, m, gl_CooperativeMatrixReduce{mode}EXT, {fn}); m = r{k}; }}\n")
     if kind == "reduce2x2":
@@ -140,7 +145,8 @@ def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16
     text = HEADER.format(constants=constants, local=rng.choice(locals_), localId=local_id, scalar=scalar,
                          operand=operand or scalar, rows=rows, cols=cols, outBase=out_base)
     for k in range(rng.randint(1, 6)):
-        text += wrap(rng, op(rng, rows, cols, k, halves, executable, without, operand_bytes), k, spec)
+        text += wrap(rng, op(rng, rows, cols, k, halves, executable, without, operand_bytes,
+                             executable and scalar == "float16_t"), k, spec)
     result = 8192 if executable else 0  # --exec: apart from the input tile
     text += f"  coopMatStore(m, d, {result}, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
     return text, scalar
