@@ -21,11 +21,6 @@
 
 namespace coopmat::layer {
 
-StateMap<DeviceData>& Devices() {
-  static StateMap<DeviceData> map;
-  return map;
-}
-
 namespace {
 
 VkLayerDeviceCreateInfo* FindLinkInfo(const VkDeviceCreateInfo* info) {

@@ -11,11 +11,6 @@
 
 namespace coopmat::layer {
 
-StateMap<InstanceData>& Instances() {
-  static StateMap<InstanceData> map;
-  return map;
-}
-
 namespace {
 
 VkLayerInstanceCreateInfo* FindLinkInfo(const VkInstanceCreateInfo* info) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -172,6 +173,9 @@ template <typename Data> class StateMap {
   void Erase(DispatchKey key) {
     std::unique_lock lock(mutex_);
     map_.erase(key);
+    // An empty map gives its buckets back: the map itself is never destroyed
+    // (Immortal), and the loader unloads the layer after the last instance.
+    if (map_.empty()) decltype(map_)().swap(map_);
   }
 
  private:
@@ -179,8 +183,19 @@ template <typename Data> class StateMap {
   std::unordered_map<DispatchKey, std::unique_ptr<Data>> map_;
 };
 
-StateMap<InstanceData>& Instances();
-StateMap<DeviceData>& Devices();
+// State that is never destroyed. An app may destroy its devices and instances from
+// its own static destructors, and those run after the destructors of statics the layer
+// first touched later, inside vkCreateInstance (review of 2026-12-07: a global context
+// object crashed the process at exit). In static storage, not on the heap, so that
+// unloading the layer leaks nothing.
+template <typename T> T& Immortal() {
+  alignas(T) static unsigned char storage[sizeof(T)];
+  static T* const object = new (storage) T();
+  return *object;
+}
+
+inline StateMap<InstanceData>& Instances() { return Immortal<StateMap<InstanceData>>(); }
+inline StateMap<DeviceData>& Devices() { return Immortal<StateMap<DeviceData>>(); }
 
 inline InstanceData* GetInstanceData(VkInstance instance) { return Instances().Find(KeyOf(instance)); }
 inline InstanceData* GetInstanceData(VkPhysicalDevice physicalDevice) { return Instances().Find(KeyOf(physicalDevice)); }
