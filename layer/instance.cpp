@@ -104,29 +104,34 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
   info.deviceName = properties.deviceName;
   info.maxComputeSharedMemorySize = properties.limits.maxComputeSharedMemorySize;
   info.subgroupSize = 1;
-  if (instance.dispatch.GetPhysicalDeviceProperties2 && VK_API_VERSION_MINOR(properties.apiVersion) >= 1) {
+  // Structures of the app's effective version, or of extensions the device has
+  // (review 2 finding 18; review of 2026-12-07: a 1.0 app's validation blamed it for the
+  // layer's 1.1 query).
+  const uint32_t effectiveVersion = std::min(instance.apiVersion, properties.apiVersion);
+  const bool v11 = effectiveVersion >= VK_API_VERSION_1_1;
+  if (instance.dispatch.GetPhysicalDeviceProperties2) {
+    VkPhysicalDeviceProperties2 properties2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    auto chain = [&](auto& structure) {
+      structure.pNext = properties2.pNext;
+      properties2.pNext = &structure;
+    };
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    if (v11) {  // core 1.1 only (ID's instance extensions are not looked for)
+      chain(subgroup);
+      chain(id);
+    }
     VkPhysicalDeviceSubgroupSizeControlProperties sizeControl{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
-    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-    VkPhysicalDeviceProperties2 properties2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, &subgroup};
-    info.subgroupSizeControl = VK_API_VERSION_MINOR(properties.apiVersion) >= 3 ||
-                               Contains(extensions, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
-    if (info.subgroupSizeControl) subgroup.pNext = &sizeControl;
+    info.subgroupSizeControl = v11 && (effectiveVersion >= VK_API_VERSION_1_3 ||
+                                       Contains(extensions, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME));
+    if (info.subgroupSizeControl) chain(sizeControl);
     VkPhysicalDeviceMeshShaderPropertiesEXT mesh{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MESH_SHADER_PROPERTIES_EXT};
-    if (Contains(extensions, VK_EXT_MESH_SHADER_EXTENSION_NAME)) {
-      mesh.pNext = properties2.pNext;
-      properties2.pNext = &mesh;
-    }
-    VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES, properties2.pNext};  // core 1.1
-    properties2.pNext = &id;
-    // Chaining it elsewhere is invalid usage (review 2 finding 18).
+    if (Contains(extensions, VK_EXT_MESH_SHADER_EXTENSION_NAME)) chain(mesh);
     VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-    if (VK_API_VERSION_MINOR(properties.apiVersion) >= 2 || Contains(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) {
-      driver.pNext = properties2.pNext;
-      properties2.pNext = &driver;
-    }
+    if (effectiveVersion >= VK_API_VERSION_1_2 || Contains(extensions, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME)) chain(driver);
     instance.dispatch.GetPhysicalDeviceProperties2(physicalDevice, &properties2);
-    info.hasIdentity = true;
+    info.hasIdentity = v11;
     info.driverVersion = properties2.properties.driverVersion;  // what a layer below may patch, as the app sees it
     info.driverId = driver.driverID;
     std::copy(std::begin(id.deviceUUID), std::end(id.deviceUUID), info.deviceUUID.begin());
@@ -158,16 +163,19 @@ void FinishInstance(const VkInstanceCreateInfo* pCreateInfo, PFN_vkGetInstancePr
   data->dispatch.GetPhysicalDeviceProcAddr = nextGetPhysicalDeviceProcAddr;
   if (pCreateInfo->pApplicationInfo && pCreateInfo->pApplicationInfo->apiVersion)
     data->apiVersion = pCreateInfo->pApplicationInfo->apiVersion;
+  bool properties2Extension = false;
   for (uint32_t i = 0; i < pCreateInfo->enabledExtensionCount; ++i) {
-    if (std::strcmp(pCreateInfo->ppEnabledExtensionNames[i], VK_EXT_DEBUG_UTILS_EXTENSION_NAME) == 0)
-      data->debugUtilsEnabled = true;
+    const char* name = pCreateInfo->ppEnabledExtensionNames[i];
+    if (std::strcmp(name, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) == 0) data->debugUtilsEnabled = true;
+    if (std::strcmp(name, VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME) == 0) properties2Extension = true;
   }
   InstanceDispatch& d = data->dispatch;
   Load(*data, d.DestroyInstance, "vkDestroyInstance");
   Load(*data, d.EnumerateDeviceExtensionProperties, "vkEnumerateDeviceExtensionProperties");
   Load(*data, d.GetPhysicalDeviceProperties, "vkGetPhysicalDeviceProperties");
-  Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2");
-  if (!d.GetPhysicalDeviceProperties2) Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2KHR");
+  // The loader resolves the core name on any instance; a 1.0 app may not call it.
+  if (data->apiVersion >= VK_API_VERSION_1_1) Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2");
+  else if (properties2Extension) Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2KHR");
   Load(*data, d.GetPhysicalDeviceFeatures2, "vkGetPhysicalDeviceFeatures2");
   Load(*data, d.GetPhysicalDeviceFeatures2KHR, "vkGetPhysicalDeviceFeatures2KHR");
   Load(*data, d.GetPhysicalDeviceCooperativeMatrixPropertiesKHR, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");

@@ -34,6 +34,9 @@ struct InstanceDispatch {
   PFN_vkDestroyInstance DestroyInstance = nullptr;
   PFN_vkEnumerateDeviceExtensionProperties EnumerateDeviceExtensionProperties = nullptr;
   PFN_vkGetPhysicalDeviceProperties GetPhysicalDeviceProperties = nullptr;
+  // The core command where the instance is 1.1 or later, else the KHR alias where the app
+  // enabled VK_KHR_get_physical_device_properties2, else null: the layer calls nothing the
+  // app could not (review of 2026-12-07).
   PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2 = nullptr;
   PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2 = nullptr;
   PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2KHR = nullptr;

@@ -770,6 +770,34 @@ TEST_CASE("with the driver's layout known, GetCoordinate, PerElementOp and Reduc
   }
 }
 
+// The loader resolves vkGetPhysicalDeviceProperties2 on any instance, but a 1.0 app may
+// call only the KHR alias, and only with its extension: the layer's own queries follow
+// the app's effective version, or the app's validation blames it for them (review of
+// 2026-12-07: UNASSIGNED-API-Version-Violation from VVL below the layer).
+TEST_CASE("a Vulkan 1.0 app with validation below the layer gets no message the layer caused", "[layer][validation]") {
+  for (const bool properties2 : {false, true}) {
+    INFO((properties2 ? "with" : "without") << " VK_KHR_get_physical_device_properties2");
+    InstanceOptions options{.validation = Validation::BelowLayer, .apiVersion = VK_API_VERSION_1_0};
+    if (properties2) options.extensions = {VK_KHR_GET_PHYSICAL_DEVICE_PROPERTIES_2_EXTENSION_NAME};
+    Instance instance(options);
+    REQUIRE(instance.ok());
+    const std::vector<std::string> extensions = DeviceExtensions(instance);
+    // Served either way (KHR cooperative matrix is listed); a device as a 1.0 app makes it.
+    CHECK(std::count(extensions.begin(), extensions.end(), VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME) == 1);
+    const float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queue.queueCount = 1;
+    queue.pQueuePriorities = &priority;
+    VkDeviceCreateInfo info{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    info.queueCreateInfoCount = 1;
+    info.pQueueCreateInfos = &queue;
+    VkDevice device = VK_NULL_HANDLE;
+    CHECK(vkCreateDevice(instance.physicalDevice(), &info, nullptr, &device) == VK_SUCCESS);
+    if (device) vkDestroyDevice(device, nullptr);
+    CHECK(instance.problems().empty());
+  }
+}
+
 TEST_CASE("validate=true checks a SPIR-V 1.3 module even when the app asked for Vulkan 1.0", "[layer][settings]") {
   const VkBool32 on = VK_TRUE;
   VkLayerSettingEXT validate{kLayerName, "validate", VK_LAYER_SETTING_TYPE_BOOL32_EXT, 1, &on};
