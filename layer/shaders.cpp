@@ -840,8 +840,10 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateRayTracingPipelinesKHR(VkDevice device, VkD
   }
   const bool allOk = std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
   if (allOk && (!rewritten || deferred == VK_NULL_HANDLE)) {
-    const VkResult result =
-        data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+    // Unchanged, the app's own infos: a deferred operation may read them until it completes.
+    const VkResult result = data->dispatch.CreateRayTracingPipelinesKHR(device, deferred, cache, count,
+                                                                        rewritten ? infos.data() : pCreateInfos, pAllocator,
+                                                                        pPipelines);
     rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateRayTracingPipelinesKHR");
     return result;
   }
@@ -905,8 +907,10 @@ VKAPI_ATTR VkResult VKAPI_CALL CreateDataGraphPipelinesARM(VkDevice device, VkDe
   }
   const bool allOk = std::all_of(ok.begin(), ok.end(), [](bool b) { return b; });
   if (allOk && (!rewritten || deferred == VK_NULL_HANDLE)) {
-    const VkResult result =
-        data->dispatch.CreateDataGraphPipelinesARM(device, deferred, cache, count, infos.data(), pAllocator, pPipelines);
+    // Unchanged, the app's own infos (as for ray tracing).
+    const VkResult result = data->dispatch.CreateDataGraphPipelinesARM(device, deferred, cache, count,
+                                                                       rewritten ? infos.data() : pCreateInfos, pAllocator,
+                                                                       pPipelines);
     rewriter.ReportDriverFailures(result, infos.data(), pPipelines, count, "vkCreateDataGraphPipelinesARM");
     return result;
   }

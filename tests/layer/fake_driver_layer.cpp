@@ -542,9 +542,20 @@ VKAPI_ATTR VkResult VKAPI_CALL RecordGraphicsPipelines(VkDevice, VkPipelineCache
   return NoPipelines(count, pipelines);
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL RecordRayTracingPipelinesKHR(VkDevice, VkDeferredOperationKHR, VkPipelineCache, uint32_t count,
-                                                            const VkRayTracingPipelineCreateInfoKHR* infos,
+// FAKE_DRIVER_LOG: where the create infos of a deferred creation are, which a driver
+// may read until the operation completes (so they must be the app's).
+void LogDeferred(const char* kind, VkDeferredOperationKHR deferred, const void* infos) {
+  if (deferred == VK_NULL_HANDLE) return;
+  char line[96];
+  std::snprintf(line, sizeof(line), "%s deferred infos=0x%llx", kind,
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(infos)));
+  Log(line);
+}
+
+VKAPI_ATTR VkResult VKAPI_CALL RecordRayTracingPipelinesKHR(VkDevice, VkDeferredOperationKHR deferred, VkPipelineCache,
+                                                            uint32_t count, const VkRayTracingPipelineCreateInfoKHR* infos,
                                                             const VkAllocationCallbacks*, VkPipeline* pipelines) {
+  LogDeferred("ray tracing", deferred, infos);
   for (uint32_t i = 0; i < count; ++i) RecordStages(infos[i].pStages, infos[i].stageCount);
   return NoPipelines(count, pipelines);
 }
@@ -574,9 +585,10 @@ VKAPI_ATTR VkResult VKAPI_CALL RecordExecutionGraphPipelinesAMDX(VkDevice, VkPip
   return NoPipelines(count, pipelines);
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL RecordDataGraphPipelinesARM(VkDevice, VkDeferredOperationKHR, VkPipelineCache, uint32_t count,
-                                                           const VkDataGraphPipelineCreateInfoARM* infos,
+VKAPI_ATTR VkResult VKAPI_CALL RecordDataGraphPipelinesARM(VkDevice, VkDeferredOperationKHR deferred, VkPipelineCache,
+                                                           uint32_t count, const VkDataGraphPipelineCreateInfoARM* infos,
                                                            const VkAllocationCallbacks*, VkPipeline* pipelines) {
+  LogDeferred("data graph", deferred, infos);
   for (uint32_t i = 0; i < count; ++i)
     for (auto* s = static_cast<const VkBaseInStructure*>(infos[i].pNext); s; s = s->pNext)
       if (s->sType == VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SHADER_MODULE_CREATE_INFO_ARM)

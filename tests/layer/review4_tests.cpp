@@ -2,7 +2,9 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -196,4 +198,77 @@ TEST_CASE("review dbb465e 8: the driver-fault warning covers ray-tracing and dat
   }
   CHECK(pipeline == VK_NULL_HANDLE);
   CHECK(CountMessages(instance, kDriverFailed) == 1);
+}
+
+// Review of 2026-12-07: with a deferred operation and nothing to rewrite at pipeline
+// time (modules lowered when they were made), the driver got the layer's copy of the
+// create infos, freed when the call returned, though a deferring driver may read them
+// until the operation completes (ASan: heap-use-after-free at join). The fake driver
+// logs the address of the infos a deferred creation gives it.
+TEST_CASE("a deferred ray-tracing or data-graph creation the layer leaves alone gets the app's create infos",
+          "[layer][review4]") {
+  ScopedEnv path = FakeDriverOnPath();
+  ScopedEnv stages("FAKE_DRIVER_STAGES", "1");
+  const std::string log = TempPath("deferred-infos.log");
+  std::filesystem::remove(log);
+  ScopedEnv logging("FAKE_DRIVER_LOG", log);
+  Instance instance(OverTheFakeDriver());
+  REQUIRE(instance.ok());
+  Device device(instance, DeviceOptions{.extraExtensions = {VK_KHR_RAY_TRACING_PIPELINE_EXTENSION_NAME,
+                                                            VK_KHR_ACCELERATION_STRUCTURE_EXTENSION_NAME,
+                                                            VK_KHR_DEFERRED_HOST_OPERATIONS_EXTENSION_NAME,
+                                                            VK_ARM_DATA_GRAPH_EXTENSION_NAME}});
+  REQUIRE(device.ok());
+  const VkDevice d = device.handle();
+  auto createDeferred = reinterpret_cast<PFN_vkCreateDeferredOperationKHR>(vkGetDeviceProcAddr(d, "vkCreateDeferredOperationKHR"));
+  auto destroyDeferred = reinterpret_cast<PFN_vkDestroyDeferredOperationKHR>(vkGetDeviceProcAddr(d, "vkDestroyDeferredOperationKHR"));
+  REQUIRE(createDeferred);
+  REQUIRE(destroyDeferred);
+  VkDeferredOperationKHR deferred = VK_NULL_HANDLE;
+  REQUIRE(createDeferred(d, nullptr, &deferred) == VK_SUCCESS);
+  // Lowered when it is made: a pipeline naming it has nothing to rewrite.
+  const std::vector<uint32_t> words = LayerShader("get_coordinate.spirv1.6.spv");
+  const VkShaderModuleCreateInfo code = StageObjects::ModuleInfo(words);
+  VkShaderModule module = VK_NULL_HANDLE;
+  REQUIRE(vkCreateShaderModule(d, &code, nullptr, &module) == VK_SUCCESS);
+  auto given = [&](const char* kind) {
+    std::ifstream file(log);
+    std::string line, last;
+    while (std::getline(file, line))
+      if (line.rfind(kind, 0) == 0) last = line;
+    return last;
+  };
+  auto address = [](const void* p) {
+    char text[48];
+    std::snprintf(text, sizeof(text), "infos=0x%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p)));
+    return std::string(text);
+  };
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  SECTION("vkCreateRayTracingPipelinesKHR") {
+    VkPipelineShaderStageCreateInfo raygen{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+    raygen.stage = VK_SHADER_STAGE_RAYGEN_BIT_KHR;
+    raygen.module = module;
+    raygen.pName = "main";
+    VkRayTracingPipelineCreateInfoKHR info{VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR};
+    info.stageCount = 1;
+    info.pStages = &raygen;
+    auto create = reinterpret_cast<PFN_vkCreateRayTracingPipelinesKHR>(vkGetDeviceProcAddr(d, "vkCreateRayTracingPipelinesKHR"));
+    REQUIRE(create);
+    CHECK(create(d, deferred, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+    CHECK(given("ray tracing deferred") == "ray tracing deferred " + address(&info));
+  }
+  SECTION("vkCreateDataGraphPipelinesARM") {
+    VkDataGraphPipelineShaderModuleCreateInfoARM moduleInfo{VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SHADER_MODULE_CREATE_INFO_ARM};
+    moduleInfo.module = module;
+    moduleInfo.pName = "main";
+    VkDataGraphPipelineCreateInfoARM info{VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_CREATE_INFO_ARM, &moduleInfo};
+    auto create = reinterpret_cast<PFN_vkCreateDataGraphPipelinesARM>(vkGetDeviceProcAddr(d, "vkCreateDataGraphPipelinesARM"));
+    REQUIRE(create);
+    CHECK(create(d, deferred, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+    CHECK(given("data graph deferred") == "data graph deferred " + address(&info));
+  }
+  CHECK(pipeline == VK_NULL_HANDLE);
+  vkDestroyShaderModule(d, module, nullptr);
+  destroyDeferred(d, deferred, nullptr);
+  std::filesystem::remove(log);
 }
