@@ -171,24 +171,34 @@ int Lower(const std::vector<std::string>& argv) {
       if (equals == std::string::npos || !ParseUint(text.substr(0, equals), id))
         return Error("--specialize needs ID=VALUE");
       const std::string v = text.substr(equals + 1);
-      uint32_t bits = 0;
+      // Integers take 8 bytes, of which a constant reads as many as its type is wide, so
+      // 64-bit values (and a double's bits, as dump_dir's .specialization.txt writes
+      // them) arrive whole; a float with a '.' is a 32-bit float.
+      uint64_t bits = 0;
+      size_t size = 8;
+      const char* end = v.data() + v.size();
       if (v == "true" || v == "false") {
         bits = v == "true";
       } else if (v.find('.') != std::string::npos) {
-        const float f = std::stof(v);
-        std::memcpy(&bits, &f, 4);
-      } else if (!v.empty() && v[0] == '-') {
-        int32_t signedValue = 0;
-        if (std::from_chars(v.data(), v.data() + v.size(), signedValue).ec != std::errc())
+        float f = 0;
+        if (auto [ptr, ec] = std::from_chars(v.data(), end, f); ec != std::errc() || ptr != end)
           return Error("--specialize: bad value " + v);
-        bits = static_cast<uint32_t>(signedValue);
-      } else if (!ParseUint(v, bits)) {
+        uint32_t floatBits = 0;
+        std::memcpy(&floatBits, &f, 4);
+        bits = floatBits;
+        size = 4;
+      } else if (!v.empty() && v[0] == '-') {
+        int64_t signedValue = 0;
+        if (auto [ptr, ec] = std::from_chars(v.data(), end, signedValue); ec != std::errc() || ptr != end)
+          return Error("--specialize: bad value " + v);
+        bits = static_cast<uint64_t>(signedValue);
+      } else if (auto [ptr, ec] = std::from_chars(v.data(), end, bits); ec != std::errc() || ptr != end) {
         return Error("--specialize: bad value " + v);
       }
       if (!options.specialization) options.specialization.emplace();
       std::vector<uint8_t>& bytes = options.specialization->values[id];
-      bytes.resize(4);
-      std::memcpy(bytes.data(), &bits, 4);
+      bytes.resize(size);
+      std::memcpy(bytes.data(), &bits, size);  // little-endian hosts, as the layer
     } else if (arg == "--pending") {
       options.specializationPending = true;
     } else if (arg == "--batch") {

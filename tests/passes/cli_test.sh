@@ -94,5 +94,19 @@ for bad in "batch_empty.txt:has no commands" "batch_nested.txt:--batch LIST stan
   grep -q "^coopmat-lower: .*${bad#*:}" "$work/err.txt" || fail "--batch ${bad%%:*}: $(cat "$work/err.txt")"
 done
 
+# --specialize takes what dump_dir's .specialization.txt writes: values of any width
+# as unsigned integers (2^40 for an int64, a double's bits), and negative integers.
+# The frozen constants must carry them whole: OpConstant (opcode 43) words in the output.
+wide="$shaders/spec_wide.spirv1.6.spv"
+"$tool" "$wide" -o "$work/wide.spv" --validate --specialize 0=8 --specialize 3=1099511627776 --specialize 4=-5 \
+  --specialize 5=4612811918334230528 2>"$work/err.txt" || fail "--specialize of 64-bit values: $(cat "$work/err.txt")"
+words=$(od -An -tx4 -v "$work/wide.spv" | tr -s ' \n' ' ')
+for constant in "0005002b [0-9a-f]* [0-9a-f]* 00000000 00000100 " "0004002b [0-9a-f]* [0-9a-f]* fffffffb " \
+                "0005002b [0-9a-f]* [0-9a-f]* 00000000 40040000 "; do
+  echo "$words" | grep -q " $constant" || fail "--specialize: no constant '$constant' in the output"
+done
+expect_error bad-specialize "$wide" "bad value 1.5x" --specialize 5=1.5x
+expect_error too-wide-specialize "$wide" "bad value 18446744073709551616" --specialize 3=18446744073709551616
+
 [ $failures -eq 0 ] && echo "all CLI checks passed"
 exit $failures
