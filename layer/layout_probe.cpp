@@ -783,7 +783,9 @@ std::vector<LinearLayout> LayoutsForLowering(const DeviceData& device, const std
   const std::optional<DriverFamily> family = KnownFamily(Identify(info));
   // Other shapes exist only under NV flexible dimensions.
   if (layouts.empty() || !family || !device.lowerOptions.flexibleDimensions) return layouts;
-  return WithBuiltinShapes(layouts, *family, sizes, info.driverVersion, device.instance->settings.builtinLayouts.has_value());
+  // Outside the versions the table was read from only where builtin_layouts names this
+  // very table (review of 2026-12-07: any name lifted the check).
+  return WithBuiltinShapes(layouts, *family, sizes, info.driverVersion, device.instance->settings.builtinLayouts == family);
 }
 
 }  // namespace coopmat::layer

@@ -249,6 +249,22 @@ TEST_CASE("builtin_layouts names the table used where the probe reads nothing", 
   }
 }
 
+// Where the probe fitted, NV flexible dimensions' other shapes come from the recognised
+// family's table, inside the driver versions it was read from, or at any version where
+// builtin_layouts names that table; naming another family lifted the check too (review
+// of 2026-12-07). lavapipe reports 26.3.0 here, outside its table's range.
+TEST_CASE("flexible shapes from the table only in its driver range, unless builtin_layouts names that table",
+          "[layer][probe][settings]") {
+  ScopedEnv driverVersion("FAKE_DRIVER_VERSION", std::to_string(26u << 22 | 3u << 12));
+  const std::string named = GENERATE(std::string(), std::string("nvidia-mma"), std::string("lavapipe"));
+  INFO("builtin_layouts='" << named << "'");
+  ScopedEnv setting("VK_COOPMAT_MAINTENANCE1_BUILTIN_LAYOUTS", named);
+  const ProbeOverFakeDriver run("probe-flex-range", DeviceOptions{.enableNvCoopmat2 = true});
+  const Instance& instance = run.instance();
+  CHECK(!Texts(instance, "# probed").empty());  // the probe fitted: no table stands in for it
+  CHECK(Texts(instance, "# built-in lavapipe table, a shape of NV flexible dimensions").empty() == (named != "lavapipe"));
+}
+
 TEST_CASE("review 14: devices created at once on one GPU write the layout cache without colliding",
           "[layer][review][probe][threads]") {
   ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
