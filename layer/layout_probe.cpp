@@ -719,10 +719,13 @@ std::vector<LinearLayout> FileLayouts(const InstanceData& instance, const std::v
   std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
-  const ParseResult parsed = file ? ParseLayouts(text.str()) : ParseResult{};
+  // A folder opens as a stream that reads nothing (review of 2026-12-07).
+  std::error_code notFolder;
+  const bool readable = file && !std::filesystem::is_directory(path, notFolder);
+  const ParseResult parsed = readable ? ParseLayouts(text.str()) : ParseResult{};
   if (!parsed.ok) {
     Log(&instance, LogLevel::Warning,
-        "layouts_file " + path + ": " + (file ? parsed.error : std::string("cannot be read")) + "; operations use the portable path");
+        "layouts_file " + path + ": " + (readable ? parsed.error : std::string("cannot be read")) + "; operations use the portable path");
     return {};
   }
   std::vector<LinearLayout> layouts;

@@ -3,6 +3,7 @@
 #include "coopmat/layout.h"
 #include "gf2.h"
 
+#include <algorithm>
 #include <bit>
 #include <charconv>
 #include <map>
@@ -495,6 +496,18 @@ ParseResult ParseLayouts(std::string_view text) {
     LinearLayout l;
     if (std::string error = ParseLine(line, l); !error.empty()) {
       result.error = "line " + std::to_string(lineNumber) + ": " + error;
+      result.layouts.clear();
+      return result;
+    }
+    // One layout per key: the lowering takes the first, so a second, different one would
+    // be silently ignored or win by line order (review of 2026-12-07). A repeat is dropped.
+    const auto same = std::find_if(result.layouts.begin(), result.layouts.end(),
+                                   [&](const LinearLayout& earlier) { return earlier.key == l.key; });
+    if (same != result.layouts.end()) {
+      if (*same == l) continue;
+      result.error = "line " + std::to_string(lineNumber) + ": a second, different layout for " +
+                     ComponentTypeName(l.key.componentType) + " " + UseText(l.key.use) + " " + std::to_string(l.key.rows) +
+                     "x" + std::to_string(l.key.cols) + " at subgroup size " + std::to_string(l.key.subgroupSize);
       result.layouts.clear();
       return result;
     }

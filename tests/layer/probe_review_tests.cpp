@@ -265,6 +265,41 @@ TEST_CASE("flexible shapes from the table only in its driver range, unless built
   CHECK(Texts(instance, "# built-in lavapipe table, a shape of NV flexible dimensions").empty() == (named != "lavapipe"));
 }
 
+// layouts_file that cannot serve: a warning and the portable path, never a guess. A
+// folder read as an empty file and said nothing; a file with two different layouts for
+// one key was taken, and the lowering used whichever came first (review of 2026-12-07).
+TEST_CASE("a layouts_file that is missing, a folder or ambiguous is a warning and no layouts", "[layer][probe][settings]") {
+  const std::filesystem::path folder = TempPath("layouts-file");
+  std::filesystem::remove_all(folder);
+  std::filesystem::create_directories(folder / "a-folder");
+  const std::string good = "layout type=f32 use=Acc rows=8 cols=8 subgroup=8 length=8 lane=c0,c1,c2 index=r0,r1,r2\n";
+  const std::string transposed = "layout type=f32 use=Acc rows=8 cols=8 subgroup=8 length=8 lane=r0,r1,r2 index=c0,c1,c2\n";
+  std::ofstream(folder / "ambiguous.txt") << good << transposed;
+  std::ofstream(folder / "repeated.txt") << good << good;
+  const auto [name, warning] = GENERATE(std::pair<std::string, std::string>{"missing.txt", "cannot be read"},
+                                        std::pair<std::string, std::string>{"a-folder", "cannot be read"},
+                                        std::pair<std::string, std::string>{"ambiguous.txt", "line 2: a second, different layout"},
+                                        std::pair<std::string, std::string>{"repeated.txt", ""});
+  INFO(name);
+  const std::string path = (folder / name).string();
+  ScopedEnv noProbe("VK_COOPMAT_MAINTENANCE1_LAYOUT_PROBE", "false");
+  ScopedEnv file("VK_COOPMAT_MAINTENANCE1_LAYOUTS_FILE", path);
+  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
+  Instance instance;
+  REQUIRE(instance.ok());
+  { Device device(instance); REQUIRE(device.ok()); }
+  const std::vector<std::string> warned = Texts(instance, "layouts_file " + path + ": ");
+  if (warning.empty()) {
+    CHECK(warned.empty());
+    CHECK(Texts(instance, "1 from the layouts_file " + path).size() == 1);  // the repeat is dropped
+  } else {
+    REQUIRE(warned.size() == 1);
+    CHECK(warned[0].find(warning) != std::string::npos);
+    CHECK(warned[0].find("operations use the portable path") != std::string::npos);
+  }
+  std::filesystem::remove_all(folder);
+}
+
 TEST_CASE("review 14: devices created at once on one GPU write the layout cache without colliding",
           "[layer][review][probe][threads]") {
   ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");

@@ -262,19 +262,27 @@ TEST_CASE("relayout maps between uses", "[layout][relayout]") {
 }
 
 TEST_CASE("text form round-trips and is stable", "[layout][text]") {
-  std::string all = "# built-in layouts\n\n";
-  std::vector<LinearLayout> layouts = AllBuiltins();
-  for (const LinearLayout& l : layouts) {
+  for (const LinearLayout& l : AllBuiltins()) {
     ParseResult one = ParseLayouts(FormatLayout(l));
     INFO(FormatLayout(l) << " " << one.error);
     REQUIRE(one.ok);
     REQUIRE(one.layouts.size() == 1);
     CHECK(one.layouts[0] == l);
-    all += FormatLayout(l) + "\n";
   }
-  ParseResult many = ParseLayouts(all);
-  REQUIRE(many.ok);
-  CHECK(many.layouts == layouts);
+  // A file holds one device's layouts: one family's table at a time.
+  for (DriverFamily family : {DriverFamily::Lavapipe, DriverFamily::RadvGfx11, DriverFamily::RadvGfx12, DriverFamily::CdnaMfma}) {
+    INFO(ToString(family));
+    std::string all = "# built-in layouts\n\n";
+    std::vector<LinearLayout> layouts;
+    for (uint32_t S : {8u, 32u, 64u})
+      for (LinearLayout& l : BuiltinLayouts(family, S)) {
+        all += FormatLayout(l) + "\n";
+        layouts.push_back(std::move(l));
+      }
+    ParseResult many = ParseLayouts(all);
+    REQUIRE(many.ok);
+    CHECK(many.layouts == layouts);
+  }
 
   CHECK(FormatLayout(Builtin(DriverFamily::RadvGfx11, {kTypeF32, kUseAccumulator, 16, 16, 32})) ==
         "layout type=f32 use=Acc rows=16 cols=16 subgroup=32 length=8 lane=c0,c1,c2,c3,r0 index=r1,r2,r3");
@@ -338,4 +346,17 @@ TEST_CASE("malformed layout text is rejected with a message", "[layout][text][ma
   CHECK_FALSE(mixed.ok);
   CHECK(mixed.layouts.empty());
   CHECK_THAT(mixed.error, ContainsSubstring("line 3: missing field"));
+  // One layout per key: a repeat is dropped; a different one for the same key is an error
+  // (the lowering would take whichever came first; review of 2026-12-07).
+  ParseResult repeated = ParseLayouts(good + "\n" + good + "\n");
+  REQUIRE(repeated.ok);
+  CHECK(repeated.layouts.size() == 1);
+  const std::string transposed = replace("lane=c0,c1,c2 index=r0,r1,r2", "lane=r0,r1,r2 index=c0,c1,c2");
+  for (const std::string& text : {good + "\n" + transposed + "\n", transposed + "\n" + good + "\n"}) {
+    ParseResult conflicting = ParseLayouts(text);
+    INFO(text);
+    CHECK_FALSE(conflicting.ok);
+    CHECK(conflicting.layouts.empty());
+    CHECK_THAT(conflicting.error, ContainsSubstring("line 2: a second, different layout for f16 A 8x8 at subgroup size 8"));
+  }
 }
