@@ -192,10 +192,7 @@ void FinishInstance(const VkInstanceCreateInfo* pCreateInfo, PFN_vkGetInstancePr
   data->settings = settings.settings;
   InstanceData* stored = Instances().Insert(KeyOf(instance), std::move(data));
   for (const std::string& warning : settings.warnings) Log(stored, LogLevel::Warning, warning);
-  Log(stored, LogLevel::Info,
-      std::string("settings: force_enable=") + (stored->settings.forceEnable ? "true" : "false") +
-          " log_level=" + LogLevelName(stored->settings.logLevel) + " validate=" +
-          (stored->settings.validate ? "true" : "false") + " dump_dir='" + stored->settings.dumpDir + "'");
+  Log(stored, LogLevel::Info, "settings: " + Describe(stored->settings));
   stored->messengers.InstanceCreated();
 }
 

@@ -78,10 +78,7 @@ void Apply(const std::string& key, const std::string& value, const std::string& 
     }
   } else if (key == "builtin_layouts") {
     const std::string v = Lower(Trim(value));
-    out.settings.builtinLayouts.reset();
-    for (DriverFamily family : {DriverFamily::Lavapipe, DriverFamily::RadvGfx11, DriverFamily::RadvGfx12,
-                                DriverFamily::CdnaMfma, DriverFamily::NvidiaMma})
-      if (v == ToString(family)) out.settings.builtinLayouts = family;
+    out.settings.builtinLayouts = DriverFamilyByName(v);
     if (!out.settings.builtinLayouts && !v.empty()) bad();
   } else if (key == "layout_probe") {
     if (auto b = ParseBool(value)) out.settings.layoutProbe = *b; else bad();
@@ -221,6 +218,17 @@ SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo, bool privile
   ApplySettingsFile(result);
   ApplyEnvironment(result);
   return result;
+}
+
+std::string Describe(const Settings& s) {
+  auto flag = [](bool b) { return b ? "true" : "false"; };
+  auto text = [](const std::string& v) { return "'" + v + "'"; };
+  return std::string("force_enable=") + flag(s.forceEnable) + " log_level=" + LogLevelName(s.logLevel) +
+         " validate=" + flag(s.validate) +
+         " lowering=" + (s.portableOnly ? "portable" : s.registerMoves ? "registers" : "auto") +
+         " layout_probe=" + flag(s.layoutProbe) +
+         " builtin_layouts=" + text(s.builtinLayouts ? ToString(*s.builtinLayouts) : "") +
+         " layouts_file=" + text(s.layoutsFile) + " shader_cache=" + flag(s.shaderCache) + " dump_dir=" + text(s.dumpDir);
 }
 
 const char* LogLevelName(LogLevel level) {

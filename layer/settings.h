@@ -57,4 +57,9 @@ SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo, bool privile
 
 const char* LogLevelName(LogLevel level);
 
+// The settings in effect, "name=value" by setting name (text values quoted), as the layer
+// logs them at instance creation: what a tool that set some of them checks (coopmat-selftest:
+// the environment and vk_layer_settings.txt override VkLayerSettingsCreateInfoEXT).
+std::string Describe(const Settings& settings);
+
 }  // namespace coopmat::layer

@@ -203,6 +203,23 @@ const char* ToString(DriverFamily family) {
 }
 
 namespace {
+constexpr DriverFamily kFamilies[] = {DriverFamily::Lavapipe, DriverFamily::RadvGfx11, DriverFamily::RadvGfx12,
+                                      DriverFamily::CdnaMfma, DriverFamily::NvidiaMma};
+}  // namespace
+
+std::optional<DriverFamily> DriverFamilyByName(std::string_view name) {
+  for (DriverFamily family : kFamilies)
+    if (name == ToString(family)) return family;
+  return std::nullopt;
+}
+
+std::string DriverFamilyNames() {
+  std::string names;
+  for (DriverFamily family : kFamilies) names += (names.empty() ? "" : ", ") + std::string(ToString(family));
+  return names;
+}
+
+namespace {
 constexpr uint32_t MesaVersion(uint32_t major, uint32_t minor, uint32_t patch) { return major << 22 | minor << 12 | patch; }
 }  // namespace
 

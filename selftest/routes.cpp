@@ -1,6 +1,7 @@
 #include "routes.h"
 
 #include <fstream>
+#include <set>
 #include <system_error>
 #include <vector>
 
@@ -9,6 +10,17 @@ namespace selftest {
 Routes::Routes(std::filesystem::path folder, bool keep) : folder_(std::move(folder)), keep_(keep) {
   std::error_code ec;
   std::filesystem::create_directories(folder_, ec);
+  for (const auto& entry : std::filesystem::directory_iterator(folder_, ec)) Fresh(entry.path());
+}
+
+bool Routes::Fresh(const std::filesystem::path& path) {
+  std::error_code ec;
+  const std::filesystem::file_time_type written = std::filesystem::last_write_time(path, ec);
+  auto [it, added] = seen_.try_emplace(path, written);
+  if (added) return true;
+  if (it->second == written) return false;
+  it->second = written;
+  return true;
 }
 
 Routes::~Routes() {
@@ -26,8 +38,7 @@ std::string Routes::Since() {
   for (const auto& entry : std::filesystem::directory_iterator(folder_, ec)) {
     const std::filesystem::path& path = entry.path();
     const std::string name = path.filename().string();
-    if (path.extension() != ".txt" || name.find(".specialization.") != std::string::npos || !seen_.insert(path).second)
-      continue;
+    if (path.extension() != ".txt" || name.find(".specialization.") != std::string::npos || !Fresh(path)) continue;
     (name.find(".pipeline-") != std::string::npos ? pipelines : modules).push_back(path);
   }
   bool registers = false;

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <filesystem>
-#include <set>
+#include <map>
 #include <string>
 
 namespace selftest {
@@ -11,7 +11,8 @@ namespace selftest {
 class Routes {
  public:
   // Explain files appear in `folder` (the layer's dump_dir for one pass); it is created
-  // here and, unless kept, removed with this object.
+  // here and, unless kept, removed with this object. Files already there (a kept folder
+  // of an earlier run) count only once the layer writes them again.
   Routes(std::filesystem::path folder, bool keep);
   ~Routes();
   Routes(const Routes&) = delete;
@@ -25,7 +26,10 @@ class Routes {
  private:
   std::filesystem::path folder_;
   bool keep_;
-  std::set<std::filesystem::path> seen_;
+  // Every explain file met, with when it was written: the layer rewrites a file of the same
+  // name when it lowers the same module the same way again.
+  std::map<std::filesystem::path, std::filesystem::file_time_type> seen_;
+  bool Fresh(const std::filesystem::path& path);
 };
 
 }  // namespace selftest

@@ -3,20 +3,24 @@
 // cases and CPU references (tests/exec), at every shape and type the device lists, at every
 // subgroup size the layer lowers for, on the register route (lowering=auto) and the
 // portable one. docs/selftest.md says what it covers and how to read it.
+#include "options.h"
 #include "plan.h"
 #include "report.h"
 #include "routes.h"
 #include "selftest_modules.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <vector>
 
 #ifdef _WIN32
@@ -41,91 +45,6 @@ namespace {
 using namespace selftest;
 
 constexpr const char* kLayer = "VK_LAYER_coopmat_maintenance1";
-// The pass that runs the driver's own implementation, where it has one.
-constexpr const char* kNativeRoute = "native";
-
-struct Options {
-  int device = -1;                  // --device N: only that one
-  std::string json;                 // --json FILE
-  std::string builtinLayouts;       // --builtin-layouts FAMILY
-  std::string layoutsFile;          // --layouts FILE
-  std::vector<std::string> routes = {"auto", "portable"};  // and "native" first where the driver has the extension
-  bool routeChosen = false;         // --lowering named one
-  std::string filter;               // --filter TEXT: cases whose name or operation contains it
-  bool flexible = true;             // --shapes all: also NV flexible dimensions where the device has them
-  bool list = false;                // --list: print the plan, run nothing
-  bool verbose = false;             // --verbose: the layer's and driver's own stderr lines too
-  std::string dumpDir;              // --dump-dir DIR: keep the layer's dumps there (else a temporary folder)
-};
-
-constexpr const char* kUsage =
-    "usage: coopmat-selftest [--device N] [--json FILE] [--lowering auto|portable|registers|native]\n"
-    "                        [--builtin-layouts FAMILY] [--layouts FILE] [--shapes all|listed] [--filter TEXT]\n"
-    "                        [--list] [--dump-dir DIR] [--verbose]\n"
-    "Runs every VK_EXT_cooperative_matrix_maintenance1 operation through the installed layer on each device\n"
-    "with VK_KHR_cooperative_matrix, at every shape and type it lists, and compares each result with a CPU\n"
-    "reference. Where the driver implements the extension itself, every case also runs on the driver's own\n"
-    "implementation (lowering=native), so the two can be compared. Exit status: 0 all passed, 1 a failure, 2\n"
-    "nothing could be tested or bad arguments.\n"
-    "  --device N             only device N (vkEnumeratePhysicalDevices order, as listed)\n"
-    "  --json FILE            also write the whole report as JSON (attach it to a bug report)\n"
-    "  --lowering ROUTE       only that route (default: auto and portable, and native where the driver has the\n"
-    "                         extension; registers: as auto, conversions in registers even where the round trip\n"
-    "                         is cheaper; native: only the driver's own implementation)\n"
-    "  --builtin-layouts F    use the layer's built-in table of family F (lavapipe, radv-gfx11, radv-gfx12,\n"
-    "                         cdna-mfma, nvidia-mma) instead of the probed layouts: checks a table on a device\n"
-    "  --layouts FILE         use the layouts in FILE (the text form coopmat-info --layouts writes) instead\n"
-    "  --shapes listed        only the shapes the device lists (default all: also NV flexible dimensions, twice\n"
-    "                         their granularity in rows, columns and both, where the device has them)\n"
-    "  --filter TEXT          only cases whose name or operation contains TEXT\n"
-    "  --list                 list the cases for each device and run none\n"
-    "  --dump-dir DIR         keep what the layer dumps for every case (original, lowered, GLSL, explain) in DIR\n"
-    "  --verbose              let the layer and the driver write to stderr (the layer's lines are in the report anyway)\n";
-
-bool ParseOptions(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
-      out = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    } else if (arg == "--device" && value(v)) {
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (*end || n < 0) return false;
-      o.device = static_cast<int>(n);
-    } else if (arg == "--json" && value(v)) {
-      o.json = v;
-    } else if (arg == "--lowering" && value(v) && (v == "auto" || v == "portable" || v == "registers" || v == kNativeRoute)) {
-      o.routes = {v};
-      o.routeChosen = true;
-    } else if (arg == "--builtin-layouts" && value(v)) {
-      o.builtinLayouts = v;
-    } else if (arg == "--layouts" && value(v)) {
-      o.layoutsFile = v;
-    } else if (arg == "--shapes" && value(v) && (v == "all" || v == "listed")) {
-      o.flexible = v == "all";
-    } else if (arg == "--filter" && value(v)) {
-      o.filter = v;
-    } else if (arg == "--list") {
-      o.list = true;
-    } else if (arg == "--dump-dir" && value(v)) {
-      o.dumpDir = v;
-    } else if (arg == "--verbose") {
-      o.verbose = true;
-    } else {
-      std::fprintf(stderr, "coopmat-selftest: unknown or incomplete argument '%s'\n%s", arg.c_str(), kUsage);
-      return false;
-    }
-  }
-  return true;
-}
-
 std::vector<uint32_t> FindEmbeddedModule(const std::string& name, const std::string& env) {
   for (const EmbeddedModule& m : kSelftestModules)
     if (env == "spirv1.6" && name == m.name) return std::vector<uint32_t>(m.words, m.words + m.count);
@@ -293,8 +212,13 @@ PassReport RunPass(const Options& o, const exec::Env& first, uint32_t device, ui
   pass.subgroupSize = subgroupSize;
   pass.route = route;
   const std::string passName = "device" + std::to_string(device) + "-subgroup" + std::to_string(subgroupSize) + "-" + route;
-  Routes routes(o.dumpDir.empty() ? std::filesystem::temp_directory_path() /
-                                        ("coopmat-selftest-" + std::to_string(ProcessId()) + "-" + passName)
+  std::error_code noTemp;
+  const std::filesystem::path temp = o.dumpDir.empty() ? std::filesystem::temp_directory_path(noTemp) : "";
+  if (noTemp) {
+    pass.problem = "no temporary folder for the layer's explain files (" + noTemp.message() + "); --dump-dir DIR names one";
+    return pass;
+  }
+  Routes routes(o.dumpDir.empty() ? temp / ("coopmat-selftest-" + std::to_string(ProcessId()) + "-" + passName)
                                   : std::filesystem::path(o.dumpDir) / passName,
                 !o.dumpDir.empty());
   const exec::Env env(EnvFor(o, device, first.device().nvCoopmat2(), subgroupSize == first.subgroupSize() ? 0 : subgroupSize,
@@ -330,6 +254,19 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
     return d;
   }
   d.layoutLines = first.layoutLines();
+  // What --layouts or --builtin-layouts should check must have reached the layer: a file or
+  // table with nothing for this device's types and sizes would leave every case portable.
+  const std::string named = !o.layoutsFile.empty()      ? "layouts_file setting"
+                            : !o.builtinLayouts.empty() ? "builtin_layouts setting"
+                                                        : "";
+  if (!named.empty() && std::none_of(d.layoutLines.begin(), d.layoutLines.end(), [&](const std::string& line) {
+        return line.rfind("layout: ", 0) == 0 && line.find(named) != std::string::npos;
+      })) {
+    d.problem = "the layer took no layout from " +
+                (o.layoutsFile.empty() ? "the built-in " + o.builtinLayouts + " table" : o.layoutsFile) +
+                " for this device's types and subgroup sizes: nothing of it would be checked";
+    return d;
+  }
   d.driverHasExtension = first.driverHasExtension();
   d.unknownTypes = UnknownTypes(first.matrices());
   std::vector<ListedMatrix> matrices = ListedMatrices(first.matrices());
@@ -365,10 +302,9 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options options;
-  if (!ParseOptions(argc, argv, options)) return 2;
-  if (!options.verbose) QuietStderr();
+namespace {
+
+int Run(const Options& options) {
   exec::SetShaderSource(FindEmbeddedModule);
   Report report;
   report.layer = LayerDescription();
@@ -396,16 +332,36 @@ int main(int argc, char** argv) {
                  options.device >= 0 ? " at that index" : "");
     return 2;
   }
+  const Totals totals = Count(report);
+  if (!options.list) std::printf("%s\n", SummaryLine(totals).c_str());
+  int status = options.list ? 0 : totals.failed ? 1 : 0;
+  if (!options.list && totals.passed + totals.failed + totals.skipped == 0) {
+    std::fprintf(gErr, "coopmat-selftest: no case ran%s\n",
+                 options.filter.empty() ? "" : (" (--filter '" + options.filter + "' matches none)").c_str());
+    status = 2;
+  }
   if (!options.json.empty()) {
     std::ofstream json(options.json);
     json << ToJson(report);
     if (!json) {
       std::fprintf(gErr, "coopmat-selftest: cannot write %s\n", options.json.c_str());
-      return 2;
+      status = std::max(status, 2);
     }
   }
-  if (options.list) return 0;
-  const Totals totals = Count(report);
-  std::printf("%s\n", SummaryLine(totals).c_str());
-  return totals.failed ? 1 : 0;
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  if (!ParseOptions(argc, argv, options)) return 2;
+  if (!options.verbose) QuietStderr();
+  // A report, never an abort with stderr on the null device.
+  try {
+    return Run(options);
+  } catch (const std::exception& e) {
+    std::fprintf(gErr, "coopmat-selftest: stopped: %s\n", e.what());
+    return 2;
+  }
 }

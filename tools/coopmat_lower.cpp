@@ -10,7 +10,7 @@
 // 8x8x8:u8,u8,u32,u32); without any, conversions never add a matrix type of their own.
 // --layouts reads register layouts in the text form of coopmat/layout.h (what
 // coopmat-info --layouts writes); --builtin-layouts adds a driver family's
-// built-in ones (lavapipe, radv-gfx11, radv-gfx12, cdna-mfma) at a subgroup size.
+// built-in ones (lavapipe, radv-gfx11, radv-gfx12, cdna-mfma, nvidia-mma) at a subgroup size.
 // With layouts, operations on those exact types are lowered in registers.
 // --subgroup-sizes lists the sizes pipelines may run with (register code for each,
 // selected by SubgroupSize). --specialize freezes specialization constants first, as
@@ -147,15 +147,13 @@ int Lower(const std::vector<std::string>& argv) {
       const size_t colon = value(text) ? text.find(':') : std::string::npos;
       bool found = false;
       if (colon != std::string::npos && ParseUint(text.substr(colon + 1), size))
-        for (auto family : {coopmat::DriverFamily::Lavapipe, coopmat::DriverFamily::RadvGfx11, coopmat::DriverFamily::RadvGfx12,
-                            coopmat::DriverFamily::CdnaMfma, coopmat::DriverFamily::NvidiaMma})
-          if (text.substr(0, colon) == coopmat::ToString(family)) {
-            const auto builtin = coopmat::BuiltinLayouts(family, size);
-            options.layouts.insert(options.layouts.end(), builtin.begin(), builtin.end());
-            coopmat::ApplyMeasuredCosts(family, options);  // lower as the layer would for that family
-            found = true;
-          }
-      if (!found) return Error("--builtin-layouts needs FAMILY:SUBGROUP with FAMILY lavapipe, radv-gfx11, radv-gfx12 or cdna-mfma");
+        if (const auto family = coopmat::DriverFamilyByName(text.substr(0, colon))) {
+          const auto builtin = coopmat::BuiltinLayouts(*family, size);
+          options.layouts.insert(options.layouts.end(), builtin.begin(), builtin.end());
+          coopmat::ApplyMeasuredCosts(*family, options);  // lower as the layer would for that family
+          found = true;
+        }
+      if (!found) return Error("--builtin-layouts needs FAMILY:SUBGROUP with FAMILY one of " + coopmat::DriverFamilyNames());
     } else if (arg == "--subgroup-sizes") {
       if (!value(text)) return Error("--subgroup-sizes needs N[,N...]");
       for (size_t begin = 0; begin <= text.size();) {

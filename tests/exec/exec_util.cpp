@@ -1,6 +1,7 @@
 #include "exec_util.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -292,6 +294,55 @@ std::string VirtualDeviceLacks(const cmtest::ComputeJob& job) {
 
 constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
 
+// A setting's value in the layer's "settings: name=value name='text' ..." line; nullopt
+// where the line does not name it. A quoted value ends at a quote before the next name
+// or the end (paths may hold spaces).
+std::optional<std::string> LoggedSetting(const std::string& line, const std::string& name) {
+  const size_t at = line.find(" " + name + "=");
+  if (at == std::string::npos) return std::nullopt;
+  const size_t from = at + name.size() + 2;
+  if (from < line.size() && line[from] == '\'') {
+    for (size_t quote = line.find('\'', from + 1); quote != std::string::npos; quote = line.find('\'', quote + 1)) {
+      const size_t next = quote + 1;
+      const size_t equals = line.find('=', next);
+      const bool last = next == line.size();
+      const bool beforeName = next < line.size() && line[next] == ' ' && equals != std::string::npos &&
+                              line.find_first_not_of("abcdefghijklmnopqrstuvwxyz_", next + 1) == equals;
+      if (last || beforeName) return line.substr(from + 1, quote - from - 1);
+    }
+    return std::nullopt;
+  }
+  return line.substr(from, line.find(' ', from) - from);
+}
+
+// The settings Env asked for through VkLayerSettingsCreateInfoEXT that the layer does not
+// have: the environment and vk_layer_settings.txt take precedence over the API, so a
+// VK_COOPMAT_MAINTENANCE1_LOWERING=portable exported for an app would make the self-test's
+// register pass portable without a word (review of 2026-12-07). force_enable has its own
+// check (Problem: the layer must serve, or step aside for the native pass).
+std::string OverriddenSettings(const std::vector<std::pair<std::string, std::string>>& asked,
+                               const std::vector<cmtest::Message>& messages) {
+  std::string line;
+  for (const cmtest::Message& m : messages)
+    if (m.id == cmtest::kLayerName && m.text.rfind("settings: ", 0) == 0) line = m.text.substr(9);
+  const bool checked = std::any_of(asked.begin(), asked.end(), [](const auto& a) { return a.first != "force_enable"; });
+  if (checked && line.empty())
+    return "the layer logged no settings line: its log_level is below info (VK_COOPMAT_MAINTENANCE1_LOG_LEVEL or "
+           "vk_layer_settings.txt sets it: unset it to run this)";
+  std::string problems;
+  for (const auto& [name, value] : asked) {
+    if (name == "force_enable") continue;
+    const std::optional<std::string> logged = LoggedSetting(line, name);
+    if (logged && *logged == value) continue;
+    std::string variable = "VK_COOPMAT_MAINTENANCE1_" + name;
+    for (char& c : variable) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    problems += (problems.empty() ? "" : "; ") + std::string("the layer's ") + name + " is " +
+                (logged ? "'" + *logged + "'" : std::string("not reported")) + ", not the '" + value + "' asked for";
+    if (logged) problems += " (" + variable + " or vk_layer_settings.txt sets it: unset it to run this)";
+  }
+  return problems;
+}
+
 }  // namespace
 
 Env::Env(const EnvOptions& options) {
@@ -365,6 +416,7 @@ Env::Env(const EnvOptions& options) {
     if (m.text.rfind("layout: ", 0) == 0 || m.text.rfind("no layout: ", 0) == 0) layoutLines_.push_back(m.text);
     layerServes_ |= m.text == "emulating VK_EXT_cooperative_matrix_maintenance1 on this device";
   }
+  if (throughLayer_ && instance_->ok()) overriddenSettings_ = OverriddenSettings(options.layerSettings, instance_->messages());
   if (layoutLines_.empty()) layoutLines_ = options.knownLayoutLines;
   for (const std::string& line : layoutLines_)
     if (line.rfind("layout: ", 0) == 0)
@@ -389,6 +441,7 @@ std::string Env::Problem() const {
   } else if (throughLayer_ && !layerServes_) {
     return "the layer does not serve VK_EXT_cooperative_matrix_maintenance1 on this device";
   }
+  if (!overriddenSettings_.empty()) return overriddenSettings_;
   if (expectRegisters_ && probedLayouts_ == 0 && !listed_)
     return "the layer's probe found no register layout on this device: the register half would run the portable path";
   return "";

@@ -204,6 +204,7 @@ class Env {
   bool native_ = false;           // the native lane: the driver's own extension, no layer
   bool throughLayer_ = false;
   bool layerServes_ = false;      // the layer's "emulating ..." line for this device
+  std::string overriddenSettings_;  // EnvOptions::layerSettings the layer does not have
   bool driverImplementation_ = false;  // EnvOptions::driverImplementation
   bool driverHasExtension_ = false;    // the layer's "the driver implements ... itself" line
   size_t probedLayouts_ = 0;      // the layer's "layout: ...  # probed" lines for this device

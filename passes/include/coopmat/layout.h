@@ -198,6 +198,10 @@ enum class DriverFamily {
   NvidiaMma,  // PTX mma fragments as NAK (NVK) lays out KHR matrices, subgroup 32; not run on hardware
 };
 const char* ToString(DriverFamily family);
+// The family ToString names so; nullopt for any other text.
+std::optional<DriverFamily> DriverFamilyByName(std::string_view name);
+// Every family's name, ", "-separated, for messages.
+std::string DriverFamilyNames();
 
 // The layout the family's published formula gives for key, or nullopt when it
 // has none for that shape, use or subgroup size. Built by enumerating the
