@@ -6,7 +6,8 @@
 //
 // With the layer, it also creates a device so the layer discovers the driver's
 // register layouts, prints them, and with --layouts writes them to FILE in the
-// text form coopmat-lower --layouts reads.
+// text form coopmat-lower --layouts reads (one device's a file: a second device's
+// go to FILE.1, and so on).
 #include <vulkan/vulkan.h>
 
 #include <cstdio>
@@ -121,6 +122,7 @@ struct LayoutReport {
   std::vector<std::string> layouts;  // the text form, for --layouts
   std::vector<std::string> origins;  // probed, probed (cached), built-in <family> table, driver versions ...
   std::vector<std::string> missing;  // keys whose operations take the portable path
+  std::string settings;              // the layer's "settings: ..." line: why it reports none
 };
 
 VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBitsEXT,
@@ -135,6 +137,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBit
     report->origins.push_back(comment == std::string::npos ? "" : line.substr(comment + 4));
   } else if (text.rfind("no layout: ", 0) == 0) {
     report->missing.push_back(text.substr(11));
+  } else if (text.rfind("settings: ", 0) == 0) {
+    report->settings = text.substr(10);
   }
   return VK_FALSE;
 }
@@ -227,14 +231,31 @@ std::string LoaderDisableList() {
   return current && *current ? std::string(current) + "," + kLayerName : std::string(kLayerName);
 }
 
-void Report(bool withLayer, const char* layoutsFile) {
+// Writes one device's layout lines; false (and says so) where the file cannot be written.
+bool WriteLayouts(const std::string& path, const std::vector<std::string>& lines) {
+  FILE* out = std::fopen(path.c_str(), "w");
+  if (!out) {
+    std::fprintf(stderr, "coopmat-info: cannot write %s\n", path.c_str());
+    return false;
+  }
+  for (const std::string& line : lines) std::fprintf(out, "%s\n", line.c_str());
+  return std::fclose(out) == 0;
+}
+
+// False where a --layouts file could not be written.
+bool Report(bool withLayer, const char* layoutsFile) {
   // Without the layer: switch it off for this instance however it would be enabled:
   // an implicit install (its disable variable) and VK_INSTANCE_LAYERS or
   // VK_LOADER_LAYERS_ENABLE (the loader's disable filter wins over both).
-  std::optional<ScopedVariable> disableImplicit, disableFilter;
+  std::optional<ScopedVariable> disableImplicit, disableFilter, infoLevel;
   if (!withLayer) {
     disableImplicit.emplace(kDisableVariable, "1");
     disableFilter.emplace(kLoaderDisableVariable, LoaderDisableList());
+  } else {
+    // The layout lines come at log level info; the environment and vk_layer_settings.txt
+    // take precedence over VkLayerSettingsCreateInfoEXT, so a lower level set there
+    // would have left the report empty (review of 2026-12-07).
+    infoLevel.emplace("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
   }
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "coopmat-info";
@@ -253,12 +274,9 @@ void Report(bool withLayer, const char* layoutsFile) {
   messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
   messenger.pfnUserCallback = &CollectLayouts;
   messenger.pUserData = &layoutLines;
-  const char* infoLevel = "info";
-  VkLayerSettingEXT logLevel{kLayerName, "log_level", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &infoLevel};
-  VkLayerSettingsCreateInfoEXT settings{VK_STRUCTURE_TYPE_LAYER_SETTINGS_CREATE_INFO_EXT, nullptr, 1, &logLevel};
   const char* debugUtils[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
   if (withLayer) {
-    info.pNext = &settings;
+    info.pNext = &messenger;  // also hears the settings line vkCreateInstance logs
     info.enabledExtensionCount = 1;
     info.ppEnabledExtensionNames = debugUtils;
   }
@@ -266,11 +284,15 @@ void Report(bool withLayer, const char* layoutsFile) {
   const VkResult created = vkCreateInstance(&info, nullptr, &instance);
   disableImplicit.reset();
   disableFilter.reset();
+  infoLevel.reset();
   std::printf("== %s ==\n", withLayer ? "with VK_LAYER_coopmat_maintenance1" : "without the layer");
   if (created != VK_SUCCESS) {
     std::printf("  vkCreateInstance failed (%d)\n", created);
-    return;
+    return true;
   }
+  const std::string settingsLine = layoutLines.settings;
+  bool written = true;
+  int layoutFiles = 0;
   VkDebugUtilsMessengerEXT messengerHandle = VK_NULL_HANDLE;
   if (withLayer) {
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -314,16 +336,18 @@ void Report(bool withLayer, const char* layoutsFile) {
       // The layer enables what its probe needs itself: every app gets these.
       std::printf("    register layouts the layer uses, per type and subgroup size: %zu, portable: %zu\n",
                   layoutLines.layouts.size(), layoutLines.missing.size());
+      if (layoutLines.layouts.empty() && layoutLines.missing.empty())
+        std::printf("      none reported: every operation takes the portable path (the layer's settings: %s)\n",
+                    settingsLine.c_str());
       for (size_t i = 0; i < layoutLines.layouts.size(); ++i)
         std::printf("      %s\n        from: %s\n", layoutLines.layouts[i].c_str(), layoutLines.origins[i].c_str());
       for (const std::string& key : layoutLines.missing) std::printf("      %s: none (the portable path)\n", key.c_str());
       if (layoutsFile) {
-        if (FILE* out = std::fopen(layoutsFile, "w")) {
-          for (const std::string& line : layoutLines.layouts) std::fprintf(out, "%s\n", line.c_str());
-          std::fclose(out);
-        } else {
-          std::fprintf(stderr, "coopmat-info: cannot write %s\n", layoutsFile);
-        }
+        // One device's layouts a file: a layouts_file names one device's.
+        const std::string path = std::string(layoutsFile) + (layoutFiles ? "." + std::to_string(layoutFiles) : "");
+        ++layoutFiles;
+        if (WriteLayouts(path, layoutLines.layouts)) std::printf("    layouts written to %s\n", path.c_str());
+        else written = false;
       }
     }
     PrintProperties2(instance, device, 0);
@@ -337,21 +361,32 @@ void Report(bool withLayer, const char* layoutsFile) {
     destroy(instance, messengerHandle, nullptr);
   }
   vkDestroyInstance(instance, nullptr);
+  return written;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr const char* kUsage = "usage: coopmat-info [--no-layer | --layer-only] [--layouts FILE]\n";
   bool withLayer = true, withoutLayer = true;
   const char* layoutsFile = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-layer") == 0) withLayer = false;
     else if (std::strcmp(argv[i], "--layer-only") == 0) withoutLayer = false;
     else if (std::strcmp(argv[i], "--layouts") == 0 && i + 1 < argc) layoutsFile = argv[++i];
-    else {
-      std::fprintf(stderr, "usage: coopmat-info [--no-layer | --layer-only] [--layouts FILE]\n");
+    else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fputs(kUsage, stderr);
       return 2;
     }
+  }
+  // Options that would leave nothing to do, or a file unwritten, without a word.
+  if (!withLayer && (!withoutLayer || layoutsFile)) {
+    std::fprintf(stderr, "coopmat-info: --no-layer %s\n%s",
+                 !withoutLayer ? "and --layer-only leave nothing to report" : "writes no --layouts file", kUsage);
+    return 2;
   }
   if (withoutLayer) Report(false, nullptr);
   if (withLayer) {
@@ -359,7 +394,7 @@ int main(int argc, char** argv) {
       std::printf("== %s is not on the layer path (set VK_ADD_LAYER_PATH=<build>/layer) ==\n", kLayerName);
       return withoutLayer ? 0 : 1;
     }
-    Report(true, layoutsFile);
+    if (!Report(true, layoutsFile)) return 1;
   }
   return 0;
 }

@@ -25,4 +25,20 @@ explain=$("$lower" "$shader" -o "$work/out.spv" --layouts "$work/layouts.txt" --
   { echo "FAIL: coopmat-lower refused the layouts"; echo "$explain"; exit 1; }
 printf '%s\n' "$explain" | grep -q "register path" || { echo "FAIL: no register path with the probed layouts"; echo "$explain"; exit 1; }
 if printf '%s\n' "$explain" | grep -q "portable path"; then echo "FAIL: a portable operation"; echo "$explain"; exit 1; fi
+# The layout lines come at log level info: a lower level from the environment or
+# vk_layer_settings.txt (which take precedence over the API) must not empty the report.
+out=$(XDG_CACHE_HOME="$work/cache" VK_COOPMAT_MAINTENANCE1_LOG_LEVEL=warning "$info" --layer-only 2>&1) ||
+  fail "run with log level warning exited non-zero"
+printf '%s\n' "$out" | grep -q "per type and subgroup size: 10, portable: 0" || fail "log level warning emptied the report"
+# Where the layer uses no layout, the report says why instead of "0, portable: 0" alone.
+out=$(XDG_CACHE_HOME="$work/cache" VK_COOPMAT_MAINTENANCE1_LOWERING=portable "$info" --layer-only 2>&1) ||
+  fail "run with lowering=portable exited non-zero"
+printf '%s\n' "$out" | grep -q "none reported: every operation takes the portable path (the layer's settings: .*lowering=portable" ||
+  fail "lowering=portable: no reason for the empty report"
+# Options that would do nothing, a file that cannot be written, --help.
+"$info" --no-layer --layer-only >/dev/null 2>&1; [ $? -eq 2 ] || fail "--no-layer --layer-only: not exit 2"
+"$info" --no-layer --layouts "$work/none.txt" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--no-layer --layouts: not exit 2"
+XDG_CACHE_HOME="$work/cache" "$info" --layer-only --layouts "$work/missing/layouts.txt" >/dev/null 2>&1
+[ $? -eq 1 ] || fail "an unwritable --layouts file: not exit 1"
+"$info" --help | grep -q "^usage: coopmat-info" || fail "--help prints no usage on stdout"
 echo "coopmat-info: 10 probed layouts, cached on the second run, and coopmat-lower lowers with them in registers"
