@@ -139,6 +139,15 @@ inline cmtest::InstanceOptions ThroughTheLayer(std::vector<VkLayerSettingEXT> mo
   return options;
 }
 
+// The last line of a log (the fake driver's FAKE_DRIVER_LOG) that starts with `prefix`; "" if none.
+inline std::string LastLineStarting(const std::string& path, const std::string& prefix) {
+  std::ifstream file(path);
+  std::string line, last;
+  while (std::getline(file, line))
+    if (line.rfind(prefix, 0) == 0) last = line;
+  return last;
+}
+
 // The one file under `dir` whose name ends with `ending`.
 inline std::filesystem::path DumpedFile(const std::string& dir, const std::string& ending) {
   std::vector<std::filesystem::path> found;

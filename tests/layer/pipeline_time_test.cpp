@@ -409,13 +409,7 @@ TEST_CASE("execution-graph and data-graph pipelines get the code lowered for the
   VkPipeline pipeline = VK_NULL_HANDLE;
   char original[32];
   std::snprintf(original, sizeof(original), "module=0x%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(module)));
-  auto given = [&](const char* kind) {
-    std::ifstream file(log);
-    std::string line, last;
-    while (std::getline(file, line))
-      if (line.rfind(kind, 0) == 0) last = line;
-    return last;
-  };
+  auto given = [&](const char* kind) { return LastLineStarting(log, kind); };
   SECTION("vkCreateExecutionGraphPipelinesAMDX") {
     auto create = reinterpret_cast<PFN_vkCreateExecutionGraphPipelinesAMDX>(vkGetDeviceProcAddr(d, "vkCreateExecutionGraphPipelinesAMDX"));
     REQUIRE(create);

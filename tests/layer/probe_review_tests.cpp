@@ -282,6 +282,7 @@ TEST_CASE("a layouts_file that is missing, a folder or ambiguous is a warning an
                                         std::pair<std::string, std::string>{"repeated.txt", ""});
   INFO(name);
   const std::string path = (folder / name).string();
+  ScopedEnv layouts("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");  // also in the portable run of the suite
   ScopedEnv noProbe("VK_COOPMAT_MAINTENANCE1_LAYOUT_PROBE", "false");
   ScopedEnv file("VK_COOPMAT_MAINTENANCE1_LAYOUTS_FILE", path);
   ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");

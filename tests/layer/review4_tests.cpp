@@ -101,6 +101,12 @@ std::vector<uint32_t> LayerShader(const std::string& name) {
   return words;
 }
 
+// The fake driver (FAKE_DRIVER_STAGES) lists both and creates neither.
+DeviceOptions RayTracingAndDataGraph() {
+  return DeviceOptions{.extraExtensions = {VK_KHR_RAY_TRACING_PIPELINE_EXTENSION_NAME, VK_KHR_ACCELERATION_STRUCTURE_EXTENSION_NAME,
+                                           VK_KHR_DEFERRED_HOST_OPERATIONS_EXTENSION_NAME, VK_ARM_DATA_GRAPH_EXTENSION_NAME}};
+}
+
 InstanceOptions OverTheFakeDriver() {
   InstanceOptions options = ThroughTheLayer({StringSetting("log_level", "warning"), StringSetting("shader_cache", "false")});
   options.layersBelow = {kFakeDriverLayer};
@@ -156,10 +162,7 @@ TEST_CASE("review dbb465e 8: the driver-fault warning covers ray-tracing and dat
   ScopedEnv stages("FAKE_DRIVER_STAGES", "1");
   Instance instance(OverTheFakeDriver());
   REQUIRE(instance.ok());
-  Device device(instance, DeviceOptions{.extraExtensions = {VK_KHR_RAY_TRACING_PIPELINE_EXTENSION_NAME,
-                                                            VK_KHR_ACCELERATION_STRUCTURE_EXTENSION_NAME,
-                                                            VK_KHR_DEFERRED_HOST_OPERATIONS_EXTENSION_NAME,
-                                                            VK_ARM_DATA_GRAPH_EXTENSION_NAME}});
+  Device device(instance, RayTracingAndDataGraph());
   REQUIRE(device.ok());
   const VkDevice d = device.handle();
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -214,10 +217,7 @@ TEST_CASE("a deferred ray-tracing or data-graph creation the layer leaves alone 
   ScopedEnv logging("FAKE_DRIVER_LOG", log);
   Instance instance(OverTheFakeDriver());
   REQUIRE(instance.ok());
-  Device device(instance, DeviceOptions{.extraExtensions = {VK_KHR_RAY_TRACING_PIPELINE_EXTENSION_NAME,
-                                                            VK_KHR_ACCELERATION_STRUCTURE_EXTENSION_NAME,
-                                                            VK_KHR_DEFERRED_HOST_OPERATIONS_EXTENSION_NAME,
-                                                            VK_ARM_DATA_GRAPH_EXTENSION_NAME}});
+  Device device(instance, RayTracingAndDataGraph());
   REQUIRE(device.ok());
   const VkDevice d = device.handle();
   auto createDeferred = reinterpret_cast<PFN_vkCreateDeferredOperationKHR>(vkGetDeviceProcAddr(d, "vkCreateDeferredOperationKHR"));
@@ -231,13 +231,6 @@ TEST_CASE("a deferred ray-tracing or data-graph creation the layer leaves alone 
   const VkShaderModuleCreateInfo code = StageObjects::ModuleInfo(words);
   VkShaderModule module = VK_NULL_HANDLE;
   REQUIRE(vkCreateShaderModule(d, &code, nullptr, &module) == VK_SUCCESS);
-  auto given = [&](const char* kind) {
-    std::ifstream file(log);
-    std::string line, last;
-    while (std::getline(file, line))
-      if (line.rfind(kind, 0) == 0) last = line;
-    return last;
-  };
   auto address = [](const void* p) {
     char text[48];
     std::snprintf(text, sizeof(text), "infos=0x%llx", static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p)));
@@ -255,7 +248,7 @@ TEST_CASE("a deferred ray-tracing or data-graph creation the layer leaves alone 
     auto create = reinterpret_cast<PFN_vkCreateRayTracingPipelinesKHR>(vkGetDeviceProcAddr(d, "vkCreateRayTracingPipelinesKHR"));
     REQUIRE(create);
     CHECK(create(d, deferred, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
-    CHECK(given("ray tracing deferred") == "ray tracing deferred " + address(&info));
+    CHECK(LastLineStarting(log, "ray tracing deferred") == "ray tracing deferred " + address(&info));
   }
   SECTION("vkCreateDataGraphPipelinesARM") {
     VkDataGraphPipelineShaderModuleCreateInfoARM moduleInfo{VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SHADER_MODULE_CREATE_INFO_ARM};
@@ -265,7 +258,7 @@ TEST_CASE("a deferred ray-tracing or data-graph creation the layer leaves alone 
     auto create = reinterpret_cast<PFN_vkCreateDataGraphPipelinesARM>(vkGetDeviceProcAddr(d, "vkCreateDataGraphPipelinesARM"));
     REQUIRE(create);
     CHECK(create(d, deferred, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
-    CHECK(given("data graph deferred") == "data graph deferred " + address(&info));
+    CHECK(LastLineStarting(log, "data graph deferred") == "data graph deferred " + address(&info));
   }
   CHECK(pipeline == VK_NULL_HANDLE);
   vkDestroyShaderModule(d, module, nullptr);
