@@ -437,12 +437,20 @@ TEST_CASE("unknown settings and bad values are reported through debug utils", "[
 TEST_CASE("the implicit manifest loads the layer unless the disable variable is set", "[layer][manifest]") {
   ScopedEnv implicitPath("VK_IMPLICIT_LAYER_PATH", COOPMAT_IMPLICIT_MANIFEST_DIR);
   SECTION("enabled implicitly") {
+    ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
     Instance instance(InstanceOptions{.withLayer = false});
     REQUIRE(instance.ok());
     CHECK(CountOf(DeviceExtensions(instance), kExtName) == 1);
     const auto features = QueryFeatures(instance);
     CHECK(features.cooperativeMatrixReductions);
     CHECK(features.cooperativeMatrixGetCoordinate);
+    // The layer must see the driver's own list: a manifest listing the extension as the
+    // layer's made the loader add it there, and the layer stepped aside as for a native
+    // driver (which the suite's force_enable hides but for this line).
+    Device device(instance);
+    CHECK(device.ok());
+    CHECK(!AnyMessageContains(instance, "the driver implements VK_EXT_cooperative_matrix_maintenance1 itself"));
+    CHECK(AnyMessageContains(instance, "emulating VK_EXT_cooperative_matrix_maintenance1 on this device"));
   }
   SECTION("implicit and also enabled by name, as apps that look for the layer do") {
     Instance instance(InstanceOptions{.withLayer = true});
