@@ -107,6 +107,22 @@ DeviceOptions RayTracingAndDataGraph() {
                                            VK_KHR_DEFERRED_HOST_OPERATIONS_EXTENSION_NAME, VK_ARM_DATA_GRAPH_EXTENSION_NAME}};
 }
 
+// A ray-tracing pipeline of one ray generation stage, its code chained (`code`) or in `module`.
+struct RaygenPipeline {
+  RaygenPipeline(const VkShaderModuleCreateInfo* code, VkShaderModule module) {
+    stage.pNext = code;
+    stage.stage = VK_SHADER_STAGE_RAYGEN_BIT_KHR;
+    stage.module = module;
+    stage.pName = "main";
+    info.stageCount = 1;
+    info.pStages = &stage;
+  }
+  RaygenPipeline(const RaygenPipeline&) = delete;
+  RaygenPipeline& operator=(const RaygenPipeline&) = delete;
+  VkPipelineShaderStageCreateInfo stage{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  VkRayTracingPipelineCreateInfoKHR info{VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR};
+};
+
 InstanceOptions OverTheFakeDriver() {
   InstanceOptions options = ThroughTheLayer({StringSetting("log_level", "warning"), StringSetting("shader_cache", "false")});
   options.layersBelow = {kFakeDriverLayer};
@@ -169,15 +185,10 @@ TEST_CASE("review dbb465e 8: the driver-fault warning covers ray-tracing and dat
   SECTION("vkCreateRayTracingPipelinesKHR") {
     const std::vector<uint32_t> words = LayerShader("get_coordinate.spirv1.6.spv");
     const VkShaderModuleCreateInfo code = StageObjects::ModuleInfo(words);
-    VkPipelineShaderStageCreateInfo raygen{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, &code};
-    raygen.stage = VK_SHADER_STAGE_RAYGEN_BIT_KHR;
-    raygen.pName = "main";
-    VkRayTracingPipelineCreateInfoKHR info{VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR};
-    info.stageCount = 1;
-    info.pStages = &raygen;
+    const RaygenPipeline raygen(&code, VK_NULL_HANDLE);
     auto create = reinterpret_cast<PFN_vkCreateRayTracingPipelinesKHR>(vkGetDeviceProcAddr(d, "vkCreateRayTracingPipelinesKHR"));
     REQUIRE(create);
-    CHECK(create(d, VK_NULL_HANDLE, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+    CHECK(create(d, VK_NULL_HANDLE, VK_NULL_HANDLE, 1, &raygen.info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
     CHECK(AnyMessageContains(instance, "vkCreateRayTracingPipelinesKHR: the driver failed (VK_ERROR_FEATURE_NOT_PRESENT) "
                                        "on pipeline 0's ray generation stage that the layer lowered"));
   }
@@ -238,17 +249,11 @@ TEST_CASE("a deferred ray-tracing or data-graph creation the layer leaves alone 
   };
   VkPipeline pipeline = VK_NULL_HANDLE;
   SECTION("vkCreateRayTracingPipelinesKHR") {
-    VkPipelineShaderStageCreateInfo raygen{VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
-    raygen.stage = VK_SHADER_STAGE_RAYGEN_BIT_KHR;
-    raygen.module = module;
-    raygen.pName = "main";
-    VkRayTracingPipelineCreateInfoKHR info{VK_STRUCTURE_TYPE_RAY_TRACING_PIPELINE_CREATE_INFO_KHR};
-    info.stageCount = 1;
-    info.pStages = &raygen;
+    const RaygenPipeline raygen(nullptr, module);
     auto create = reinterpret_cast<PFN_vkCreateRayTracingPipelinesKHR>(vkGetDeviceProcAddr(d, "vkCreateRayTracingPipelinesKHR"));
     REQUIRE(create);
-    CHECK(create(d, deferred, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
-    CHECK(LastLineStarting(log, "ray tracing deferred") == "ray tracing deferred " + address(&info));
+    CHECK(create(d, deferred, VK_NULL_HANDLE, 1, &raygen.info, nullptr, &pipeline) == VK_ERROR_FEATURE_NOT_PRESENT);
+    CHECK(LastLineStarting(log, "ray tracing deferred") == "ray tracing deferred " + address(&raygen.info));
   }
   SECTION("vkCreateDataGraphPipelinesARM") {
     VkDataGraphPipelineShaderModuleCreateInfoARM moduleInfo{VK_STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SHADER_MODULE_CREATE_INFO_ARM};
