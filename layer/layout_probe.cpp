@@ -11,12 +11,10 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <span>
-#include <sstream>
 #include <string_view>
 
 #include "layout_probe_shaders.h"  // generated: kProbe<Type>[] SPIR-V words
@@ -716,16 +714,9 @@ namespace {
 std::vector<LinearLayout> FileLayouts(const InstanceData& instance, const std::vector<LayoutKey>& keys,
                                       const std::vector<uint32_t>& sizes) {
   const std::string& path = instance.settings.layoutsFile;
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  // A folder opens as a stream that reads nothing (review of 2026-12-07).
-  std::error_code notFolder;
-  const bool readable = file && !std::filesystem::is_directory(path, notFolder);
-  const ParseResult parsed = readable ? ParseLayouts(text.str()) : ParseResult{};
+  const ParseResult parsed = ReadLayouts(path);
   if (!parsed.ok) {
-    Log(&instance, LogLevel::Warning,
-        "layouts_file " + path + ": " + (readable ? parsed.error : std::string("cannot be read")) + "; operations use the portable path");
+    Log(&instance, LogLevel::Warning, "layouts_file " + path + ": " + parsed.error + "; operations use the portable path");
     return {};
   }
   std::vector<LinearLayout> layouts;

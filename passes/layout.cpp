@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
+#include <system_error>
 
 namespace coopmat {
 namespace {
@@ -505,9 +509,7 @@ ParseResult ParseLayouts(std::string_view text) {
                                    [&](const LinearLayout& earlier) { return earlier.key == l.key; });
     if (same != result.layouts.end()) {
       if (*same == l) continue;
-      result.error = "line " + std::to_string(lineNumber) + ": a second, different layout for " +
-                     ComponentTypeName(l.key.componentType) + " " + UseText(l.key.use) + " " + std::to_string(l.key.rows) +
-                     "x" + std::to_string(l.key.cols) + " at subgroup size " + std::to_string(l.key.subgroupSize);
+      result.error = "line " + std::to_string(lineNumber) + ": a second, different layout for " + ToString(l.key);
       result.layouts.clear();
       return result;
     }
@@ -515,6 +517,20 @@ ParseResult ParseLayouts(std::string_view text) {
   }
   result.ok = true;
   return result;
+}
+
+ParseResult ReadLayouts(const std::string& path) {
+  // A folder opens as a stream that reads nothing.
+  std::error_code notFolder;
+  std::ifstream file(path);
+  if (!file || std::filesystem::is_directory(path, notFolder)) {
+    ParseResult unread;
+    unread.error = "cannot be read";
+    return unread;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return ParseLayouts(text.str());
 }
 
 }  // namespace coopmat

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <system_error>
 
@@ -46,11 +45,7 @@ bool Bad(const std::string& message) {
 // A layouts file the layer can use: readable, not a folder, in the text form (the layer
 // would warn and lower portably, and every case would pass without a layout read).
 std::string LayoutsFileProblem(const std::string& path) {
-  std::error_code ec;
-  std::ifstream file(path);
-  if (!file || std::filesystem::is_directory(path, ec)) return "--layouts " + path + ": cannot be read";
-  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  const coopmat::ParseResult parsed = coopmat::ParseLayouts(text);
+  const coopmat::ParseResult parsed = coopmat::ReadLayouts(path);
   if (!parsed.ok) return "--layouts " + path + ": " + parsed.error;
   if (parsed.layouts.empty()) return "--layouts " + path + ": no layout in it";
   return "";

@@ -357,6 +357,6 @@ TEST_CASE("malformed layout text is rejected with a message", "[layout][text][ma
     INFO(text);
     CHECK_FALSE(conflicting.ok);
     CHECK(conflicting.layouts.empty());
-    CHECK_THAT(conflicting.error, ContainsSubstring("line 2: a second, different layout for f16 A 8x8 at subgroup size 8"));
+    CHECK_THAT(conflicting.error, ContainsSubstring("line 2: a second, different layout for f16 A 8x8 subgroup 8"));
   }
 }

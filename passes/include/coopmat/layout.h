@@ -187,6 +187,8 @@ struct ParseResult {
 // Reads any number of lines; blank lines and lines starting with '#' are
 // skipped. Every layout must pass ValidateLayout.
 ParseResult ParseLayouts(std::string_view text);
+// ParseLayouts of a file; error "cannot be read" where it cannot be opened or is a folder.
+ParseResult ReadLayouts(const std::string& path);
 
 // ---- Built-in expected layouts ---------------------------------------------
 
