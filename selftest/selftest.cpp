@@ -300,10 +300,6 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
   return d;
 }
 
-}  // namespace
-
-namespace {
-
 int Run(const Options& options) {
   exec::SetShaderSource(FindEmbeddedModule);
   Report report;

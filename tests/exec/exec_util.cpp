@@ -320,11 +320,8 @@ std::optional<std::string> LoggedSetting(const std::string& line, const std::str
 // VK_COOPMAT_MAINTENANCE1_LOWERING=portable exported for an app would make the self-test's
 // register pass portable without a word (review of 2026-12-07). force_enable has its own
 // check (Problem: the layer must serve, or step aside for the native pass).
-std::string OverriddenSettings(const std::vector<std::pair<std::string, std::string>>& asked,
-                               const std::vector<cmtest::Message>& messages) {
-  std::string line;
-  for (const cmtest::Message& m : messages)
-    if (m.id == cmtest::kLayerName && m.text.rfind("settings: ", 0) == 0) line = m.text.substr(9);
+// `line`: the layer's settings line from its leading space on ("" where it logged none).
+std::string OverriddenSettings(const std::vector<std::pair<std::string, std::string>>& asked, const std::string& line) {
   const bool checked = std::any_of(asked.begin(), asked.end(), [](const auto& a) { return a.first != "force_enable"; });
   if (checked && line.empty())
     return "the layer logged no settings line: its log_level is below info (VK_COOPMAT_MAINTENANCE1_LOG_LEVEL or "
@@ -409,14 +406,16 @@ Env::Env(const EnvOptions& options) {
     }
   }
   if (options.flex && device_->ok() && !device_->nvCoopmat2()) flexMissing_ = true;
+  std::string settingsLine;  // the layer's "settings: ..." line, for OverriddenSettings
   for (const cmtest::Message& m : instance_->messages()) {
     if (m.id != cmtest::kLayerName) continue;  // a test layer below may log the same lines under its own name
     driverHasExtension_ |= m.text.rfind("the driver implements VK_EXT_cooperative_matrix_maintenance1 itself", 0) == 0;
     probedLayouts_ += m.text.rfind("layout: ", 0) == 0 && m.text.find("# probed") != std::string::npos;
     if (m.text.rfind("layout: ", 0) == 0 || m.text.rfind("no layout: ", 0) == 0) layoutLines_.push_back(m.text);
     layerServes_ |= m.text == "emulating VK_EXT_cooperative_matrix_maintenance1 on this device";
+    if (m.text.rfind("settings: ", 0) == 0) settingsLine = m.text.substr(9);
   }
-  if (throughLayer_ && instance_->ok()) overriddenSettings_ = OverriddenSettings(options.layerSettings, instance_->messages());
+  if (throughLayer_ && instance_->ok()) overriddenSettings_ = OverriddenSettings(options.layerSettings, settingsLine);
   if (layoutLines_.empty()) layoutLines_ = options.knownLayoutLines;
   for (const std::string& line : layoutLines_)
     if (line.rfind("layout: ", 0) == 0)
