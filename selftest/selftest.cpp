@@ -248,7 +248,15 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
   d.name = info.name;
   d.driver = info.driver;
   d.apiVersion = info.apiVersion;
-  const exec::Env first(EnvFor(o, index, o.flexible && info.flexibleDimensions, 0, "auto"));
+  // The first instance finds the device's layouts and so the subgroup sizes to test. Where only
+  // the portable route was asked for, the layer's own lowering setting does not matter to it:
+  // a layer set to lowering=portable outside the tool (the workaround the report suggests)
+  // still runs that check, at the device's default size.
+  const bool portableOnly = o.routeChosen && o.routes == std::vector<std::string>{"portable"};
+  exec::EnvOptions discovery = EnvFor(o, index, o.flexible && info.flexibleDimensions, 0, "auto");
+  if (portableOnly)
+    std::erase_if(discovery.layerSettings, [](const auto& setting) { return setting.first == "lowering"; });
+  const exec::Env first(discovery);
   if (std::string problem = first.Problem(); !problem.empty()) {
     d.problem = problem;
     return d;
@@ -259,7 +267,7 @@ DeviceReport TestDevice(const Options& o, uint32_t index, const DeviceInfo& info
   const std::string named = !o.layoutsFile.empty()      ? "layouts_file setting"
                             : !o.builtinLayouts.empty() ? "builtin_layouts setting"
                                                         : "";
-  if (!named.empty() && std::none_of(d.layoutLines.begin(), d.layoutLines.end(), [&](const std::string& line) {
+  if (!named.empty() && !portableOnly && std::none_of(d.layoutLines.begin(), d.layoutLines.end(), [&](const std::string& line) {
         return line.rfind("layout: ", 0) == 0 && line.find(named) != std::string::npos;
       })) {
     d.problem = "the layer took no layout from " +

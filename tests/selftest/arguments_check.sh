@@ -43,6 +43,11 @@ expect 2 "matches none" filter-none --shapes listed --filter no-such-case
 # shellcheck disable=SC2086
 VK_COOPMAT_MAINTENANCE1_LOWERING=portable expect 1 "VK_COOPMAT_MAINTENANCE1_LOWERING or vk_layer_settings.txt" \
   environment $few
+# ...but where only the portable route is asked for, the layer's lowering=portable (the report's
+# workaround, set for the user's applications) is what is checked: the pass runs.
+# shellcheck disable=SC2086
+VK_COOPMAT_MAINTENANCE1_LOWERING=portable expect 0 "routes: 1 portable (the layer's lowering=portable setting)" \
+  environment-portable-only $few --lowering portable
 echo "coopmat_maintenance1.lowering = portable" >"$scratch/vk_layer_settings.txt"
 # shellcheck disable=SC2086
 VK_LAYER_SETTINGS_PATH="$scratch/vk_layer_settings.txt" expect 1 "the layer's lowering is 'portable', not the 'auto'" \
