@@ -199,6 +199,19 @@ void ApplyEnvironment(SettingsResult& out) {
   }
 }
 
+// Settings that take effect only with another one: a user who set one alone expects it used,
+// so the layer says what it did instead.
+void WarnIgnoredLayoutSources(SettingsResult& out) {
+  const Settings& s = out.settings;
+  if (s.layoutsFile.empty()) return;
+  if (s.layoutProbe)
+    out.warnings.push_back("layouts_file '" + s.layoutsFile +
+                           "' is read only with layout_probe=false: the layer probes the layouts and ignores the file");
+  else if (s.builtinLayouts)
+    out.warnings.push_back(std::string("builtin_layouts '") + ToString(*s.builtinLayouts) + "' and layouts_file '" +
+                           s.layoutsFile + "' both set: the layer takes the file's layouts and not the table");
+}
+
 }  // namespace
 
 SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo) {
@@ -213,10 +226,11 @@ SettingsResult ReadSettings(const VkInstanceCreateInfo* createInfo, bool privile
     if (HasSettingsInEnvironment())
       result.warnings.push_back("a setuid/setgid process: " + std::string(kEnvPrefix) +
                                 "* and vk_layer_settings.txt are ignored");
-    return result;
+  } else {
+    ApplySettingsFile(result);
+    ApplyEnvironment(result);
   }
-  ApplySettingsFile(result);
-  ApplyEnvironment(result);
+  WarnIgnoredLayoutSources(result);
   return result;
 }
 

@@ -301,6 +301,35 @@ TEST_CASE("a layouts_file that is missing, a folder or ambiguous is a warning an
   std::filesystem::remove_all(folder);
 }
 
+// layouts_file takes effect only with layout_probe=false and before builtin_layouts; set
+// alone it was ignored without a word (review of 2026-12-07): now a warning says what the
+// layer took instead.
+TEST_CASE("a layouts_file the layer does not read is a warning naming what it used", "[layer][probe][settings]") {
+  const std::filesystem::path path = TempPath("layouts-file-ignored.txt");
+  std::ofstream(path) << "layout type=f32 use=Acc rows=8 cols=8 subgroup=8 length=8 lane=c0,c1,c2 index=r0,r1,r2\n";
+  const bool probing = GENERATE(true, false);
+  INFO("layout_probe=" << probing);
+  ScopedEnv lowering("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");  // also in the portable run of the suite
+  ScopedEnv probe("VK_COOPMAT_MAINTENANCE1_LAYOUT_PROBE", probing ? "true" : "false");
+  ScopedEnv table("VK_COOPMAT_MAINTENANCE1_BUILTIN_LAYOUTS", probing ? "" : "lavapipe");
+  ScopedEnv file("VK_COOPMAT_MAINTENANCE1_LAYOUTS_FILE", path.string());
+  ScopedEnv verbose("VK_COOPMAT_MAINTENANCE1_LOG_LEVEL", "info");
+  Instance instance;
+  REQUIRE(instance.ok());
+  { Device device(instance); REQUIRE(device.ok()); }
+  const std::string quoted = "layouts_file '" + path.string() + "'";
+  if (probing) {
+    CHECK(Texts(instance, quoted + " is read only with layout_probe=false").size() == 1);
+    CHECK(!Texts(instance, "# probed").empty());
+    CHECK(Texts(instance, "from the layouts_file").empty());
+  } else {
+    CHECK(Texts(instance, "builtin_layouts 'lavapipe' and " + quoted + " both set").size() == 1);
+    CHECK(Texts(instance, "1 from the layouts_file " + path.string()).size() == 1);
+    CHECK(Texts(instance, "the built-in lavapipe table").empty());
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("review 14: devices created at once on one GPU write the layout cache without colliding",
           "[layer][review][probe][threads]") {
   ScopedEnv probing("VK_COOPMAT_MAINTENANCE1_LOWERING", "auto");
