@@ -123,14 +123,18 @@ struct LayoutReport {
   std::vector<std::string> origins;  // probed, probed (cached), built-in <family> table, driver versions ...
   std::vector<std::string> missing;  // keys whose operations take the portable path
   std::string settings;              // the layer's "settings: ..." line: why it reports none
+  std::vector<std::string> warnings;  // warnings and errors: the report shows them, since stderr is silenced
 };
 
-VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBitsEXT,
+VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                               VkDebugUtilsMessageTypeFlagsEXT,
                                               const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
   auto* report = static_cast<LayoutReport*>(user);
   const std::string text = data->pMessage ? data->pMessage : "";
-  if (text.rfind("layout: ", 0) == 0) {
+  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+    report->warnings.push_back(std::string(severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error: " : "warning: ") +
+                               text);
+  } else if (text.rfind("layout: ", 0) == 0) {
     const std::string line = text.substr(8);
     const size_t comment = line.find("  # ");
     report->layouts.push_back(line.substr(0, comment));
@@ -141,6 +145,13 @@ VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBit
     report->settings = text.substr(10);
   }
   return VK_FALSE;
+}
+
+// The warnings and errors heard since the last call, where the report is (the tool silences
+// the layer's stderr copy of its lines).
+void PrintWarnings(LayoutReport& report, const char* indent) {
+  for (const std::string& line : report.warnings) std::printf("%s%s\n", indent, line.c_str());
+  report.warnings.clear();
 }
 
 // Creates and destroys a device with the extension enabled: the layer probes the
@@ -270,7 +281,8 @@ bool Report(bool withLayer, const char* layoutsFile) {
   // With the layer: hear its "layout:" lines (log level info, debug-utils only).
   LayoutReport layoutLines;
   VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-  messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
+  messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                              VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
   messenger.pfnUserCallback = &CollectLayouts;
   messenger.pUserData = &layoutLines;
@@ -281,11 +293,19 @@ bool Report(bool withLayer, const char* layoutsFile) {
     info.ppEnabledExtensionNames = debugUtils;
   }
   VkInstance instance = VK_NULL_HANDLE;
-  const VkResult created = vkCreateInstance(&info, nullptr, &instance);
+  VkResult created;
+  {
+    // With the layer, its info lines (the settings line) would reach stderr as well: the
+    // messenger hears them, and its warnings, for the report.
+    std::optional<coopmat::platform::SilencedStderr> silenced;
+    if (withLayer) silenced.emplace();
+    created = vkCreateInstance(&info, nullptr, &instance);
+  }
   disableImplicit.reset();
   disableFilter.reset();
   infoLevel.reset();
   std::printf("== %s ==\n", withLayer ? "with VK_LAYER_coopmat_maintenance1" : "without the layer");
+  PrintWarnings(layoutLines, "  ");
   if (created != VK_SUCCESS) {
     std::printf("  vkCreateInstance failed (%d)\n", created);
     return true;
@@ -333,6 +353,7 @@ bool Report(bool withLayer, const char* layoutsFile) {
     if (withLayer) {
       layoutLines = {};
       CreateDeviceForLayouts(device);
+      PrintWarnings(layoutLines, "    ");
       // The layer enables what its probe needs itself: every app gets these.
       std::printf("    register layouts the layer uses, per type and subgroup size: %zu, portable: %zu\n",
                   layoutLines.layouts.size(), layoutLines.missing.size());

@@ -35,6 +35,19 @@ out=$(XDG_CACHE_HOME="$work/cache" VK_COOPMAT_MAINTENANCE1_LOWERING=portable "$i
   fail "run with lowering=portable exited non-zero"
 printf '%s\n' "$out" | grep -q "none reported: every operation takes the portable path (the layer's settings: .*lowering=portable" ||
   fail "lowering=portable: no reason for the empty report"
+# The layer's warnings reach the report (the tool silences the layer's stderr copies of its
+# lines, which once hid them): at device creation and at instance creation. Its stderr has
+# none of the layer's lines, the settings line included.
+out=$(XDG_CACHE_HOME="$work/cache" VK_COOPMAT_MAINTENANCE1_LAYOUT_PROBE=false \
+  VK_COOPMAT_MAINTENANCE1_LAYOUTS_FILE="$work/missing.txt" "$info" --layer-only 2>"$work/stderr.txt") ||
+  fail "run with an unreadable layouts_file exited non-zero"
+printf '%s\n' "$out" | grep -q "^    warning: layouts_file $work/missing.txt: cannot be read" ||
+  fail "the device-time warning about layouts_file is not in the report"
+if grep -q "coopmat-maintenance1:" "$work/stderr.txt"; then fail "the layer's lines on stderr: $(cat "$work/stderr.txt")"; fi
+out=$(XDG_CACHE_HOME="$work/cache" VK_COOPMAT_MAINTENANCE1_LAYOUTS_FILE="$work/missing.txt" "$info" --layer-only 2>&1) ||
+  fail "run with layouts_file and the probe exited non-zero"
+printf '%s\n' "$out" | grep -q "^  warning: layouts_file '$work/missing.txt' is read only with layout_probe=false" ||
+  fail "the instance-time warning about layouts_file is not in the report"
 # Options that would do nothing, a file that cannot be written, --help.
 "$info" --no-layer --layer-only >/dev/null 2>&1; [ $? -eq 2 ] || fail "--no-layer --layer-only: not exit 2"
 "$info" --no-layer --layouts "$work/none.txt" >/dev/null 2>&1; [ $? -eq 2 ] || fail "--no-layer --layouts: not exit 2"
