@@ -150,7 +150,9 @@ VKAPI_ATTR VkBool32 VKAPI_CALL CollectLayouts(VkDebugUtilsMessageSeverityFlagBit
 // The warnings and errors heard since the last call, where the report is (the tool silences
 // the layer's stderr copy of its lines).
 void PrintWarnings(LayoutReport& report, const char* indent) {
-  for (const std::string& line : report.warnings) std::printf("%s%s\n", indent, line.c_str());
+  for (auto line = report.warnings.begin(); line != report.warnings.end(); ++line)
+    if (std::find(report.warnings.begin(), line, *line) == line)  // the loader says some twice
+      std::printf("%s%s\n", indent, line->c_str());
   report.warnings.clear();
 }
 
@@ -283,7 +285,8 @@ bool Report(bool withLayer, const char* layoutsFile) {
   VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
   messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                               VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+  messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                          VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;  // the loader's errors too
   messenger.pfnUserCallback = &CollectLayouts;
   messenger.pUserData = &layoutLines;
   const char* debugUtils[] = {VK_EXT_DEBUG_UTILS_EXTENSION_NAME};
