@@ -121,12 +121,12 @@ LowerResult LowerChecked(const DeviceData& device, std::span<const uint32_t> wor
     return lowered;
   }
   if (instance->settings.validate) {
-    const std::string problem = ValidateModule(lowered.words, static_cast<int>(device.vulkanMinor));
+    const std::string problem = LoweredModuleProblem(words, lowered.words, static_cast<int>(device.vulkanMinor));
     if (!problem.empty()) {
       const std::string dumped = DumpLowering(device, words, &lowered, where.c_str(), variant, specialization);
-      Log(instance, LogLevel::Error, where + ": the rewritten module does not validate: " + problem + DumpNote(dumped));
+      Log(instance, LogLevel::Error, where + ": " + problem + DumpNote(dumped));
       lowered.ok = false;
-      lowered.error = "the rewritten module does not validate: " + problem;
+      lowered.error = problem;
       lowered.words.clear();
     }
   }

@@ -28,7 +28,8 @@ std::string ExplainLowering(const LowerResult& result, const std::string& where)
   for (const OperationReport& op : result.operations) registers += op.registerPath;
   std::string text = "# " + where + "\n";
   if (!result.ok) text += "lowering failed: " + result.error + "\n";
-  text += std::to_string(result.operations.size()) + " operations lowered, " + std::to_string(registers) +
+  text += std::to_string(result.operations.size()) + (result.operations.size() == 1 ? " operation" : " operations") +
+          " lowered, " + std::to_string(registers) +
           " in registers; " + std::to_string(s.wordsIn) + " -> " + std::to_string(s.wordsOut) + " words; scratch " +
           std::to_string(s.scratchBytesPerSubgroup) + " bytes per subgroup; rewrite " + Microseconds(s.microseconds) +
           "\n";

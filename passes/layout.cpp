@@ -489,6 +489,8 @@ std::string FormatLayout(const LinearLayout& l) {
 
 ParseResult ParseLayouts(std::string_view text) {
   ParseResult result;
+  // A UTF-8 byte order mark (Windows editors write one) is not part of the first line.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);
   size_t lineNumber = 0;
   while (!text.empty()) {
     ++lineNumber;

@@ -428,8 +428,8 @@ LowerResult Run(std::span<const uint32_t> words, const LowerOptions& options) {
   result.words = ir::Emit(module);
   result.stats.wordsOut = result.words.size();
   if (options.validate) {
-    if (std::string error = ValidateModule(result.words); !error.empty()) {
-      result.error = "the lowered module does not validate: " + error;
+    if (std::string error = LoweredModuleProblem(words, result.words); !error.empty()) {
+      result.error = error;
       result.words.clear();
       return result;
     }

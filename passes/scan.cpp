@@ -2,6 +2,7 @@
 // It reads only the preamble (capabilities, extensions) and stops at the first
 // function, so modules without the extension cost a few hundred word reads.
 #include <cstring>
+#include <map>
 
 #include <spirv/unified1/spirv.hpp11>
 
@@ -37,6 +38,9 @@ ScanResult ScanModule(std::span<const uint32_t> words) {
     result.error = "not a SPIR-V module (bad magic number)";
     return result;
   }
+  std::map<uint32_t, uint32_t> specIdOf;                  // decorated id -> SpecId
+  std::map<uint32_t, SpecConstantType> scalarTypes;        // type id -> scalar type
+  std::map<uint32_t, SpecConstantType> specConstantTypes;  // constant id -> its type
   size_t pos = kHeaderWords;
   while (pos < words.size()) {
     const uint32_t wordCount = words[pos] >> 16;
@@ -57,6 +61,17 @@ ScanResult ScanModule(std::span<const uint32_t> words) {
     } else if (opcode == spv::Op::OpDecorate && wordCount >= 4 &&
                words[pos + 2] == static_cast<uint32_t>(spv::Decoration::SpecId)) {
       result.specIds.push_back(words[pos + 3]);
+      specIdOf[words[pos + 1]] = words[pos + 3];
+    } else if (opcode == spv::Op::OpTypeBool && wordCount >= 2) {
+      scalarTypes[words[pos + 1]] = {SpecConstantType::Kind::Bool, 32, false};
+    } else if (opcode == spv::Op::OpTypeInt && wordCount >= 4) {
+      scalarTypes[words[pos + 1]] = {SpecConstantType::Kind::Int, words[pos + 2], words[pos + 3] != 0};
+    } else if (opcode == spv::Op::OpTypeFloat && wordCount >= 3) {
+      scalarTypes[words[pos + 1]] = {SpecConstantType::Kind::Float, words[pos + 2], false};
+    } else if ((opcode == spv::Op::OpSpecConstant || opcode == spv::Op::OpSpecConstantTrue ||
+                opcode == spv::Op::OpSpecConstantFalse) && wordCount >= 3) {
+      if (const auto type = scalarTypes.find(words[pos + 1]); type != scalarTypes.end())
+        specConstantTypes[words[pos + 2]] = type->second;
     } else if (opcode == spv::Op::OpDecorationGroup) {
       result.specIdsComplete = false;
     } else if (opcode == spv::Op::OpExtension && wordCount >= 2) {
@@ -66,6 +81,8 @@ ScanResult ScanModule(std::span<const uint32_t> words) {
     }
     pos += wordCount;
   }
+  for (const auto& [id, specId] : specIdOf)
+    if (const auto type = specConstantTypes.find(id); type != specConstantTypes.end()) result.specIdTypes[specId] = type->second;
   result.ok = true;
   return result;
 }

@@ -559,7 +559,8 @@ void Scratch::Finalize() {
       } else {
         // Says whether the module alone is already over the limit (then no lowering fits).
         throw LowerError{"the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" +
-                             std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) + " subgroup slices of " +
+                             std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) +
+                             (*total / std::max<uint32_t>(*t.ConstantValue(words), 1) == 1 ? " subgroup slice of " : " subgroup slices of ") +
                              std::to_string(*t.ConstantValue(words) * 4) + " bytes, at subgroup size " +
                              std::to_string(minSubgroup) + ") on top of the module's own " + std::to_string(own) +
                              " bytes, more than the " + std::to_string(limit) + " bytes of shared memory the device allows" +

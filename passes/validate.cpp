@@ -39,7 +39,10 @@ std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor) {
   tools.SetMessageConsumer([&messages](spv_message_level_t, const char*, const spv_position_t& position,
                                        const char* message) {
     if (!messages.empty()) messages += "\n";
-    messages += "word " + std::to_string(position.index) + ": " + message;
+    // The validator counts instructions in position.index (spirv-val prints it as "line").
+    std::string text = message;
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    messages += "instruction " + std::to_string(position.index) + ": " + text;
   });
   spvtools::ValidatorOptions options;
   // 4,194,303 ids is the minimum every implementation supports, not a limit of
@@ -47,6 +50,14 @@ std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor) {
   if (words.size() >= 5 && words[3] > 0x3FFFFF) options.SetUniversalLimit(spv_validator_limit_max_id_bound, words[3]);
   if (tools.Validate(words.data(), words.size(), options)) return {};
   return messages.empty() ? std::string("spirv-val rejected the module") : messages;
+}
+
+std::string LoweredModuleProblem(std::span<const uint32_t> input, std::span<const uint32_t> lowered, int vulkanMinor) {
+  const std::string problem = ValidateModule(lowered, vulkanMinor);
+  if (problem.empty()) return problem;
+  const std::string inputProblem = ValidateModule(input, vulkanMinor);
+  if (!inputProblem.empty()) return "the input module does not validate (nor, then, the lowered one): " + inputProblem;
+  return "the lowered module does not validate: " + problem;
 }
 
 }  // namespace coopmat

@@ -13,6 +13,7 @@
 #include "test_support.h"
 
 using Catch::Matchers::ContainsSubstring;
+using Catch::Matchers::StartsWith;
 using coopmat::ir::Instruction;
 using coopmat::ir::Module;
 
@@ -339,6 +340,9 @@ TEST_CASE("options.validate runs spirv-val on the output", "[lower]") {
   const auto result = coopmat::LowerModule(passtest::LoadWords(passtest::ShaderDir() + "/convert_type.glsl450.spv"), options);
   CHECK_FALSE(result.ok);
   CHECK_THAT(result.error, ContainsSubstring("does not validate") && ContainsSubstring("VulkanMemoryModel"));
+  // The input breaks the same rule: the message says so rather than blaming the lowering.
+  CHECK_THAT(result.error, StartsWith("the input module does not validate"));
+  CHECK_FALSE(coopmat::ValidateModule(passtest::LoadWords(passtest::ShaderDir() + "/convert_type.glsl450.spv")).empty());
 }
 
 TEST_CASE("a module without maintenance1 operations comes back word for word", "[lower]") {

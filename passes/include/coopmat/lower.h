@@ -32,6 +32,13 @@ struct ExtUsage {
   }
 };
 
+// A scalar specialization constant's type: what a value given for its SpecId must fit.
+struct SpecConstantType {
+  enum class Kind { Bool, Int, Float } kind = Kind::Int;
+  uint32_t width = 32;   // bits
+  bool isSigned = false;  // Int only
+};
+
 struct ScanResult {
   bool ok = false;        // false: not a SPIR-V module we can read (error says why)
   std::string error;
@@ -40,6 +47,8 @@ struct ScanResult {
   // specIdsComplete (no decoration group, which could carry more).
   std::vector<uint32_t> specIds;
   bool specIdsComplete = true;
+  // The type of each SpecId's scalar constant (OpSpecConstant, OpSpecConstantTrue/False).
+  std::map<uint32_t, SpecConstantType> specIdTypes;
 };
 
 // Reads the header and the sections before the first function. Bounds-checked.
@@ -246,5 +255,10 @@ LowerResult LowerModule(std::span<const uint32_t> words, const LowerOptions& opt
 // one that accepts the module's SPIR-V version (a negative value: that oldest one).
 // Returns an empty string when the module is valid, otherwise the validator's message.
 std::string ValidateModule(std::span<const uint32_t> words, int vulkanMinor = -1);
+
+// ValidateModule of a lowering's output, as a message that says whose problem it is: empty
+// when `lowered` is valid; where `input` does not validate either, the input's messages
+// (the lowering did not cause them), else "the lowered module does not validate: ...".
+std::string LoweredModuleProblem(std::span<const uint32_t> input, std::span<const uint32_t> lowered, int vulkanMinor = -1);
 
 }  // namespace coopmat
