@@ -14,20 +14,27 @@
 // With layouts, operations on those exact types are lowered in registers.
 // --subgroup-sizes lists the sizes pipelines may run with (register code for each,
 // selected by SubgroupSize). --specialize freezes specialization constants first, as
-// the layer does at pipeline creation (VALUE: an integer, a float with a '.', true or
-// false; SpecIds not given keep their defaults). --pending lowers a module whose
+// the layer does at pipeline creation (VALUE as the constant's type reads it: an integer
+// that fits, a float's bits for a float constant, a decimal with a '.', true or false;
+// SpecIds not given keep their defaults). --pending lowers a module whose
 // shapes are specialization constants the way the layer does at module creation.
 // --glsl writes the lowered module as Vulkan GLSL (SPIRV-Cross); --explain prints
 // each lowered operation, its path (and why portable), scratch and rewrite time.
 // --batch runs every line of LIST (arguments as above, separated by spaces; no
 // quoting) as one command, in this one process, and prints "exit STATUS: LINE" for
 // each: where starting a process is dear (Wine runs one in 60-150 ms), many
-// lowerings cost one start. It exits 0 when every line did.
+// lowerings cost one start; '#' starts a comment line. It exits 0 when every line did.
+// Exit status: 0 done, 1 a module or file failed (no output written), 2 bad arguments.
 #include <charconv>
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -41,19 +48,92 @@
 
 namespace {
 
-int Usage() {
-  std::cerr << "usage: coopmat-lower in.spv [-o out.spv] [--glsl out.glsl] [--explain] [--validate] [--stats]\n"
-               "                     [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
-               "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n"
-               "                     [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...\n"
-               "                     [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]\n"
-               "       coopmat-lower --batch LIST\n";
+constexpr const char* kUsage =
+    "usage: coopmat-lower in.spv [-o out.spv] [--glsl out.glsl] [--explain] [--validate] [--stats]\n"
+    "                     [--min-subgroup-size N] [--max-shared-memory BYTES]\n"
+    "                     [--matrix-properties MxNxK:A,B,C,R]... [--flexible-dimensions [MAX]]\n"
+    "                     [--layouts FILE]... [--builtin-layouts FAMILY:SUBGROUP]...\n"
+    "                     [--subgroup-sizes N[,N...]] [--specialize ID=VALUE]... [--pending]\n"
+    "       coopmat-lower --batch LIST\n"
+    "Lowers SPV_EXT_cooperative_matrix_maintenance1 operations to SPV_KHR_cooperative_matrix (README.md,\n"
+    "\"coopmat-lower\", has every option). Exit status: 0 done, 1 the module or a file failed, 2 bad arguments.\n";
+
+// A mistake on the command line: what is wrong, then the usage (exit 2).
+int Usage(const std::string& problem) {
+  std::cerr << "coopmat-lower: " << problem << "\n" << kUsage;
   return 2;
 }
 
 int Error(const std::string& message) {
   std::cerr << "coopmat-lower: " << message << "\n";
   return 1;
+}
+
+// A whole file, or the reason it cannot be read (a folder opens on POSIX and then fails to read).
+bool ReadWhole(const std::string& path, std::string& contents, std::string& problem) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    problem = "cannot read " + path + ": it is a folder";
+    return false;
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    problem = "cannot open " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) {
+    problem = "cannot read " + path;
+    return false;
+  }
+  contents = std::move(text).str();
+  return true;
+}
+
+// Writes every (path, contents) whole or none: each to a file beside its path first, renamed
+// over the path only once all are written, so a failed write (a full disk, a missing
+// folder) leaves every old file as it was, not truncated or half replaced.
+bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& files, std::string& problem) {
+  std::vector<std::filesystem::path> written;
+  auto discard = [&] {
+    std::error_code ignored;
+    for (const std::filesystem::path& temporary : written) std::filesystem::remove(temporary, ignored);
+  };
+  for (const auto& [path, data] : files) {
+    std::filesystem::path temporary(path);
+    temporary += ".coopmat-lower-partial";
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      problem = "cannot write " + path + ": " + std::strerror(errno);
+      discard();
+      return false;
+    }
+    written.push_back(temporary);
+    out.write(data.data(), static_cast<std::streamsize>(data.size()));
+    out.close();
+    if (!out) {
+      problem = "cannot write " + path + " (" + std::to_string(data.size()) + " bytes)";
+      discard();
+      return false;
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::filesystem::path target(files[i].first);
+    std::error_code ec;
+    std::filesystem::rename(written[i], target, ec);
+    if (ec) {  // a runtime whose rename does not replace an existing file
+      std::error_code again;
+      std::filesystem::remove(target, again);
+      std::filesystem::rename(written[i], target, ec);
+    }
+    if (ec) {
+      problem = "cannot write " + files[i].first + ": " + ec.message();
+      discard();
+      return false;
+    }
+  }
+  return true;
 }
 
 bool ParseUint(const std::string& text, uint32_t& out) {
@@ -91,30 +171,129 @@ bool ParseProperties(const std::string& text, coopmat::LowerOptions& options) {
   return true;
 }
 
-bool WriteFile(const std::string& path, const void* data, size_t bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-  return static_cast<bool>(out);
+// Vulkan's subgroup sizes: powers of two from 1 to 128.
+bool SubgroupSize(uint32_t size) { return size >= 1 && size <= 128 && (size & (size - 1)) == 0; }
+
+// A layout source's layouts into `into`: an exact repeat is dropped, a second, different
+// layout for a key is an error naming both sources (the lowering would take the first).
+bool AddLayouts(const std::vector<coopmat::LinearLayout>& layouts, const std::string& source,
+                std::vector<coopmat::LinearLayout>& into, std::vector<std::string>& sources, std::string& problem) {
+  for (const coopmat::LinearLayout& layout : layouts) {
+    const auto same = std::find_if(into.begin(), into.end(), [&](const coopmat::LinearLayout& l) { return l.key == layout.key; });
+    if (same == into.end()) {
+      into.push_back(layout);
+      sources.push_back(source);
+    } else if (!(*same == layout)) {
+      problem = source + ": a second, different layout for " + coopmat::ToString(layout.key) + " (the first from " +
+                sources[static_cast<size_t>(same - into.begin())] + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
+// The bytes a VkSpecializationInfo would give for `text` for a constant of `type`: an
+// integer that fits the constant's width (for a float constant, its bits, as the layer's
+// .specialization.txt writes them), a decimal with a '.' for a 32- or 64-bit float,
+// true or false (or 0, 1) for a bool. Empty after setting `problem`.
+std::vector<uint8_t> SpecializationBytes(const std::string& text, const coopmat::SpecConstantType& type, std::string& problem) {
+  using Kind = coopmat::SpecConstantType::Kind;
+  const char* end = text.data() + text.size();
+  auto bytesOf = [](uint64_t bits, size_t size) {
+    std::vector<uint8_t> bytes(size);
+    std::memcpy(bytes.data(), &bits, size);  // little-endian hosts, as the layer
+    return bytes;
+  };
+  if (type.kind == Kind::Bool) {
+    if (text == "true" || text == "1") return bytesOf(1, 4);
+    if (text == "false" || text == "0") return bytesOf(0, 4);
+    problem = "is a bool: give true or false";
+    return {};
+  }
+  if (text.find('.') != std::string::npos) {
+    if (type.kind != Kind::Float) {
+      problem = "is an integer: a value with a '.' is a float";
+      return {};
+    }
+    double value = 0;
+    if (auto [ptr, ec] = std::from_chars(text.data(), end, value); ec != std::errc() || ptr != end) {
+      problem = "bad value " + text;
+      return {};
+    }
+    if (type.width == 64) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, &value, 8);
+      return bytesOf(bits, 8);
+    }
+    if (type.width == 32) {
+      const float narrow = static_cast<float>(value);
+      if (std::isinf(narrow) && !std::isinf(value)) {
+        problem = text + " is beyond a 32-bit float";
+        return {};
+      }
+      uint32_t bits = 0;
+      std::memcpy(&bits, &narrow, 4);
+      return bytesOf(bits, 4);
+    }
+    problem = "is a " + std::to_string(type.width) + "-bit float: give its bits as an integer";
+    return {};
+  }
+  const size_t size = type.width / 8;
+  if (size == 0 || size > 8) {
+    problem = "has a " + std::to_string(type.width) + "-bit type";
+    return {};
+  }
+  uint64_t bits = 0;
+  if (!text.empty() && text[0] == '-') {
+    int64_t value = 0;
+    const int64_t lowest = type.width == 64 ? INT64_MIN : -(int64_t{1} << (type.width - 1));
+    if (auto [ptr, ec] = std::from_chars(text.data(), end, value); ec != std::errc() || ptr != end) {
+      problem = "bad value " + text;
+      return {};
+    }
+    if (type.kind != Kind::Int || !type.isSigned || value < lowest) {
+      problem = text + " does not fit its " + std::to_string(type.width) + "-bit " +
+                (type.kind == Kind::Float ? "float's bits" : type.isSigned ? "signed integer" : "unsigned integer");
+      return {};
+    }
+    bits = static_cast<uint64_t>(value);
+  } else {
+    if (auto [ptr, ec] = std::from_chars(text.data(), end, bits); ec != std::errc() || ptr != end) {
+      problem = "bad value " + text;
+      return {};
+    }
+    // A signed constant also takes its bits as an unsigned number (.specialization.txt).
+    if (type.width < 64 && bits >> type.width) {
+      problem = text + " does not fit its " + std::to_string(type.width) + "-bit " +
+                (type.kind == Kind::Float ? "float's bits" : "integer");
+      return {};
+    }
+  }
+  return bytesOf(bits, size);
 }
 
 // One command's arguments (without the program name): the exit status it has.
-int Lower(const std::vector<std::string>& argv) {
+int LowerCommand(const std::vector<std::string>& argv) {
   const size_t argc = argv.size();
   std::string input, output, glsl;
   bool stats = false, explain = false;
   coopmat::LowerOptions options;
+  std::vector<std::string> layoutSources;                   // per options.layouts entry: where it came from
+  std::vector<std::pair<uint32_t, std::string>> specialize;  // --specialize ID=VALUE, typed once the module is read
   for (size_t i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](std::string& out) {
-      if (i + 1 >= argc) return false;
+      if (i + 1 >= argc || argv[i + 1].empty()) return false;
       out = argv[++i];
       return true;
     };
-    std::string text;
+    std::string text, problem;
     if (arg == "-o") {
-      if (!value(output)) return Usage();
+      if (!output.empty()) return Usage("-o given twice");
+      if (!value(output)) return Usage("-o needs a file");
     } else if (arg == "--glsl") {
-      if (!value(glsl)) return Error("--glsl needs a file");
+      if (!glsl.empty()) return Usage("--glsl given twice");
+      if (!value(glsl)) return Usage("--glsl needs a file");
     } else if (arg == "--explain") {
       explain = true;
     } else if (arg == "--validate") {
@@ -122,114 +301,126 @@ int Lower(const std::vector<std::string>& argv) {
     } else if (arg == "--stats") {
       stats = true;
     } else if (arg == "--min-subgroup-size") {
-      if (!value(text) || !ParseUint(text, options.minSubgroupSize) || options.minSubgroupSize == 0)
-        return Error("--min-subgroup-size needs a positive integer");
+      if (!value(text) || !ParseUint(text, options.minSubgroupSize) || !SubgroupSize(options.minSubgroupSize))
+        return Usage("--min-subgroup-size needs a subgroup size (a power of two from 1 to 128)");
     } else if (arg == "--max-shared-memory") {
-      if (!value(text) || !ParseUint(text, options.maxSharedMemoryBytes)) return Error("--max-shared-memory needs an integer");
+      if (!value(text) || !ParseUint(text, options.maxSharedMemoryBytes)) return Usage("--max-shared-memory needs an integer");
     } else if (arg == "--matrix-properties") {
       if (!value(text) || !ParseProperties(text, options))
-        return Error("--matrix-properties needs MxNxK:A,B,C,R with component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64 bf16 e4m3 e5m2");
+        return Usage("--matrix-properties needs MxNxK:A,B,C,R with component types f16 f32 f64 s8 s16 s32 s64 u8 u16 u32 u64 bf16 e4m3 e5m2");
     } else if (arg == "--flexible-dimensions") {
       options.flexibleDimensions = true;
-      if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
-          !ParseUint(argv[++i], options.flexibleMaxDimension))
-        return Error("--flexible-dimensions takes an optional integer maximum dimension");
+      // The optional maximum only where the next argument is a number as a whole (an input
+      // file may start with a digit).
+      uint32_t max = 0;
+      if (i + 1 < argc && ParseUint(argv[i + 1], max)) {
+        options.flexibleMaxDimension = max;
+        ++i;
+      }
     } else if (arg == "--layouts") {
-      if (!value(text)) return Error("--layouts needs a file");
-      std::ifstream file(text, std::ios::binary);
-      if (!file) return Error("cannot open " + text);
-      const std::string contents((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-      coopmat::ParseResult parsed = coopmat::ParseLayouts(contents);
+      if (!value(text)) return Usage("--layouts needs a file");
+      const coopmat::ParseResult parsed = coopmat::ReadLayouts(text);
       if (!parsed.ok) return Error(text + ": " + parsed.error);
-      options.layouts.insert(options.layouts.end(), parsed.layouts.begin(), parsed.layouts.end());
+      if (!AddLayouts(parsed.layouts, text, options.layouts, layoutSources, problem)) return Error(problem);
     } else if (arg == "--builtin-layouts") {
       uint32_t size = 0;
       const size_t colon = value(text) ? text.find(':') : std::string::npos;
-      bool found = false;
-      if (colon != std::string::npos && ParseUint(text.substr(colon + 1), size))
-        if (const auto family = coopmat::DriverFamilyByName(text.substr(0, colon))) {
-          const auto builtin = coopmat::BuiltinLayouts(*family, size);
-          options.layouts.insert(options.layouts.end(), builtin.begin(), builtin.end());
-          coopmat::ApplyMeasuredCosts(*family, options);  // lower as the layer would for that family
-          found = true;
-        }
-      if (!found) return Error("--builtin-layouts needs FAMILY:SUBGROUP with FAMILY one of " + coopmat::DriverFamilyNames());
+      const auto family = colon == std::string::npos ? std::nullopt : coopmat::DriverFamilyByName(text.substr(0, colon));
+      if (!family || !ParseUint(text.substr(colon + 1), size))
+        return Usage("--builtin-layouts needs FAMILY:SUBGROUP with FAMILY one of " + coopmat::DriverFamilyNames());
+      const auto builtin = coopmat::BuiltinLayouts(*family, size);
+      if (builtin.empty()) {
+        std::string sizes;
+        for (uint32_t s = 1; s <= 128; s *= 2)
+          if (!coopmat::BuiltinLayouts(*family, s).empty()) sizes += (sizes.empty() ? "" : ", ") + std::to_string(s);
+        return Usage("--builtin-layouts " + text + ": the " + text.substr(0, colon) + " table has no layouts at subgroup size " +
+                     std::to_string(size) + " (it has " + sizes + ")");
+      }
+      if (!AddLayouts(builtin, "--builtin-layouts " + text, options.layouts, layoutSources, problem)) return Error(problem);
+      coopmat::ApplyMeasuredCosts(*family, options);  // lower as the layer would for that family
     } else if (arg == "--subgroup-sizes") {
-      if (!value(text)) return Error("--subgroup-sizes needs N[,N...]");
+      if (!value(text)) return Usage("--subgroup-sizes needs N[,N...]");
       for (size_t begin = 0; begin <= text.size();) {
         const size_t end = std::min(text.find(',', begin), text.size());
         uint32_t size = 0;
-        if (!ParseUint(text.substr(begin, end - begin), size) || size == 0) return Error("--subgroup-sizes needs N[,N...]");
+        if (!ParseUint(text.substr(begin, end - begin), size) || !SubgroupSize(size))
+          return Usage("--subgroup-sizes needs N[,N...], each a power of two from 1 to 128");
         options.subgroupSizes.push_back(size);
         begin = end + 1;
       }
     } else if (arg == "--specialize") {
       const size_t equals = value(text) ? text.find('=') : std::string::npos;
       uint32_t id = 0;
-      if (equals == std::string::npos || !ParseUint(text.substr(0, equals), id))
-        return Error("--specialize needs ID=VALUE");
-      const std::string v = text.substr(equals + 1);
-      // Integers take 8 bytes, of which a constant reads as many as its type is wide, so
-      // 64-bit values (and a double's bits, as dump_dir's .specialization.txt writes
-      // them) arrive whole; a float with a '.' is a 32-bit float.
-      uint64_t bits = 0;
-      size_t size = 8;
-      const char* end = v.data() + v.size();
-      if (v == "true" || v == "false") {
-        bits = v == "true";
-      } else if (v.find('.') != std::string::npos) {
-        float f = 0;
-        if (auto [ptr, ec] = std::from_chars(v.data(), end, f); ec != std::errc() || ptr != end)
-          return Error("--specialize: bad value " + v);
-        uint32_t floatBits = 0;
-        std::memcpy(&floatBits, &f, 4);
-        bits = floatBits;
-        size = 4;
-      } else if (!v.empty() && v[0] == '-') {
-        int64_t signedValue = 0;
-        if (auto [ptr, ec] = std::from_chars(v.data(), end, signedValue); ec != std::errc() || ptr != end)
-          return Error("--specialize: bad value " + v);
-        bits = static_cast<uint64_t>(signedValue);
-      } else if (auto [ptr, ec] = std::from_chars(v.data(), end, bits); ec != std::errc() || ptr != end) {
-        return Error("--specialize: bad value " + v);
-      }
-      if (!options.specialization) options.specialization.emplace();
-      std::vector<uint8_t>& bytes = options.specialization->values[id];
-      bytes.resize(size);
-      std::memcpy(bytes.data(), &bits, size);  // little-endian hosts, as the layer
+      if (equals == std::string::npos || !ParseUint(text.substr(0, equals), id) || equals + 1 == text.size())
+        return Usage("--specialize needs ID=VALUE");
+      for (const auto& [earlier, v] : specialize)
+        if (earlier == id && v != text.substr(equals + 1)) return Usage("--specialize " + std::to_string(id) + " given two values");
+      specialize.emplace_back(id, text.substr(equals + 1));
     } else if (arg == "--pending") {
       options.specializationPending = true;
     } else if (arg == "--batch") {
-      return Error("--batch LIST stands alone");
+      return Usage(argc == 1 ? "--batch needs a LIST" : "--batch LIST stands alone");
     } else if (arg == "-h" || arg == "--help") {
-      Usage();
+      std::cout << kUsage;
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
-      return Error("unknown option " + arg);
+      return Usage("unknown option " + arg);
     } else if (input.empty()) {
       input = arg;
     } else {
-      return Usage();
+      return Usage("a second input " + arg + " (one module a command; --batch lowers many)");
     }
   }
-  if (input.empty() || (output.empty() && glsl.empty() && !explain)) return Usage();
+  if (input.empty()) return Usage("no input module");
+  if (output.empty() && glsl.empty() && !explain) return Usage("nothing to write: give -o FILE, --glsl FILE or --explain");
+  if (!output.empty() && output == glsl) return Usage("-o and --glsl name the same file " + output);
 
-  std::ifstream in(input, std::ios::binary);
-  if (!in) return Error("cannot open " + input);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes, problem;
+  if (!ReadWhole(input, bytes, problem)) return Error(problem);
   if (bytes.size() % 4 != 0) return Error(input + ": size " + std::to_string(bytes.size()) + " is not a multiple of 4 bytes");
   std::vector<uint32_t> words(bytes.size() / 4);
-  std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(words.data()));
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+
+  if (!specialize.empty()) {
+    // Each value as the constant's own type reads it (Vulkan reads as many bytes as it is wide).
+    const coopmat::ScanResult scanned = coopmat::ScanModule(words);
+    if (!scanned.ok) return Error(input + ": " + scanned.error);
+    options.specialization.emplace();
+    for (const auto& [id, text] : specialize) {
+      const auto type = scanned.specIdTypes.find(id);
+      if (type == scanned.specIdTypes.end()) {
+        // Vulkan lets a stage's specialization name SpecIds its module lacks (the layer's
+        // .specialization.txt lists all the app gave); a typo should not pass unsaid.
+        if (scanned.specIdsComplete)
+          std::cerr << "coopmat-lower: " << input << ": no specialization constant has SpecId " << id << "; --specialize "
+                    << id << " changes nothing\n";
+        continue;
+      }
+      std::vector<uint8_t> value = SpecializationBytes(text, type->second, problem);
+      if (value.empty()) return Usage("--specialize " + std::to_string(id) + "=" + text + ": SpecId " + std::to_string(id) + " " + problem);
+      options.specialization->values[id] = std::move(value);
+    }
+  }
 
   const coopmat::LowerResult result = coopmat::LowerModule(words, options);
   if (explain) std::fputs(coopmat::ExplainLowering(result, input).c_str(), stdout);
   if (!result.ok) return Error(input + ": " + result.error);
-  if (!output.empty() && !WriteFile(output, result.words.data(), result.words.size() * 4)) return Error("cannot write " + output);
+  // Every output made before any is written: a failure leaves every file as it was.
+  std::string glslText;
   if (!glsl.empty()) {
     const coopmat::TextResult text = coopmat::ToVulkanGlsl(result.words);
-    if (!text.ok) return Error("SPIRV-Cross cannot write GLSL for the lowered module: " + text.error);
-    if (!WriteFile(glsl, text.text.data(), text.text.size())) return Error("cannot write " + glsl);
+    if (!text.ok)
+      return Error(input + ": SPIRV-Cross cannot write GLSL for the lowered module: " + text.error +
+                   (result.dependsOnSpecialization ? " (its shapes are still specialization constants: --specialize "
+                                                     "freezes them)"
+                                                   : ""));
+    glslText = text.text;
   }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!output.empty())
+    files.emplace_back(output, std::string(reinterpret_cast<const char*>(result.words.data()), result.words.size() * 4));
+  if (!glsl.empty()) files.emplace_back(glsl, std::move(glslText));
+  if (!WriteAllOrNone(files, problem)) return Error(problem);
   if (stats) {
     const auto& s = result.stats;
     std::printf("ops lowered %u (getCoordinate %u, convertUse %u, convert %u, transpose %u, perElement %u, reduce %u; in registers %u), "
@@ -241,12 +432,24 @@ int Lower(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// LowerCommand, with anything thrown (a library's failure) a failed command, not an abort
+// that would end a --batch run too.
+int Lower(const std::vector<std::string>& argv) {
+  try {
+    return LowerCommand(argv);
+  } catch (const std::exception& error) {
+    return Error(std::string("internal error: ") + error.what());
+  }
+}
+
 int LowerBatch(const std::string& list) {
-  std::ifstream file(list);
-  if (!file) return Error("cannot open " + list);
+  std::string contents, problem;
+  if (!ReadWhole(list, contents, problem)) return Error(problem);
+  std::istringstream file(contents);
   int status = 0;
   size_t commands = 0;
   for (std::string line; std::getline(file, line);) {
+    if (const size_t first = line.find_first_not_of(" \t\r"); first != std::string::npos && line[first] == '#') continue;
     std::istringstream words(line);
     const std::vector<std::string> args{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
     if (args.empty()) continue;
@@ -263,5 +466,6 @@ int LowerBatch(const std::string& list) {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--batch") == 0) return LowerBatch(argv[2]);
+  if (argc == 2 && std::strcmp(argv[1], "--batch") == 0) return Usage("--batch needs a LIST");
   return Lower(std::vector<std::string>(argv + 1, argv + argc));
 }

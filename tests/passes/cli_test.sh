@@ -108,5 +108,74 @@ done
 expect_error bad-specialize "$wide" "bad value 1.5x" --specialize 5=1.5x
 expect_error too-wide-specialize "$wide" "bad value 18446744073709551616" --specialize 3=18446744073709551616
 
+# Each value as its constant's type reads it (review of 2026-12-07: values were cut to the
+# constant's width, and a decimal was a 32-bit float whatever the constant): a decimal for
+# the double REAL (SpecId 5) is that double; too wide a value, or a decimal for an
+# integer, is refused; a SpecId the module lacks is said and changes nothing.
+"$tool" "$wide" -o "$work/wide_real.spv" --validate --specialize 5=1.5 2>"$work/err.txt" ||
+  fail "--specialize 5=1.5: $(cat "$work/err.txt")"
+od -An -tx4 -v "$work/wide_real.spv" | tr -s ' \n' ' ' | grep -q " 0005002b [0-9a-f]* [0-9a-f]* 00000000 3ff80000 " ||
+  fail "--specialize 5=1.5 did not freeze the double 1.5"
+expect_usage() {
+  name=$1 fragment=$2; shift 2
+  "$tool" "$@" >"$work/out.txt" 2>"$work/err.txt"
+  rc=$?
+  [ $rc -eq 2 ] || fail "$name: exit $rc, not 2"
+  grep -q "^coopmat-lower: .*$fragment" "$work/err.txt" || fail "$name: no '$fragment': $(cat "$work/err.txt")"
+  grep -q "^usage: coopmat-lower" "$work/err.txt" || fail "$name: no usage after the message"
+}
+expect_usage int-too-wide "does not fit its 32-bit integer" "$wide" -o "$work/x.spv" --specialize 4=4294967296
+expect_usage int-too-negative "does not fit its 32-bit signed integer" "$wide" -o "$work/x.spv" --specialize 4=-2147483649
+expect_usage decimal-for-int "is an integer: a value with a '.'" "$wide" -o "$work/x.spv" --specialize 3=2.5
+expect_usage two-values "given two values" "$wide" -o "$work/x.spv" --specialize 0=8 --specialize 0=16
+"$tool" "$wide" -o "$work/wide_99.spv" --specialize 99=5 2>"$work/err.txt" || fail "--specialize 99=5: $(cat "$work/err.txt")"
+grep -q "^coopmat-lower: .*no specialization constant has SpecId 99" "$work/err.txt" || fail "--specialize 99: not said"
+
+# Command-line mistakes say what is wrong, then the usage, exit 2; --help is on stdout.
+expect_usage no-output-file "-o needs a file" "$good" -o
+expect_usage nothing-to-write "nothing to write" "$good" --stats
+expect_usage second-input "a second input" "$good" "$good" -o "$work/x.spv"
+expect_usage same-outputs "name the same file" "$good" -o "$work/x.out" --glsl "$work/x.out"
+expect_usage batch-alone "--batch needs a LIST" --batch
+expect_usage subgroup-size "power of two" "$good" -o "$work/x.spv" --subgroup-sizes 32,7
+expect_usage builtin-size "has no layouts at subgroup size 16" "$good" -o "$work/x.spv" --builtin-layouts radv-gfx11:16
+"$tool" --help >"$work/help.txt" 2>/dev/null || fail "--help: not exit 0"
+grep -q "^usage: coopmat-lower" "$work/help.txt" || fail "--help: no usage on stdout"
+# --flexible-dimensions takes a following argument as its maximum only when it is a number.
+cp "$good" "$work/1.spv"
+(cd "$work" && "$tool" --flexible-dimensions 1.spv -o flex1.spv) 2>"$work/err.txt" ||
+  fail "--flexible-dimensions 1.spv: $(cat "$work/err.txt")"
+
+# Folders where files belong are refused, not an abort; a batch goes on past one.
+mkdir -p "$work/a-folder.spv"
+expect_error folder-input "$work/a-folder.spv" "it is a folder"
+expect_error folder-layouts "$good" "cannot be read" --layouts "$work/a-folder.spv"
+{ echo "$work/a-folder.spv -o $work/batch_folder.spv"; echo "$good -o $work/batch_after.spv"; } >"$work/batch_folder.txt"
+"$tool" --batch "$work/batch_folder.txt" >"$work/batch.out" 2>"$work/err.txt"
+[ "$(sed 's/: .*//' "$work/batch.out" | tr '\n' ' ')" = "exit 1 exit 0 " ] || fail "--batch past a folder: $(cat "$work/batch.out" "$work/err.txt")"
+
+# Layouts from two sources that disagree on a key are refused (the first used to win);
+# a file with a UTF-8 byte order mark reads as without.
+acc="layout type=f32 use=Acc rows=8 cols=8 subgroup=8 length=8"
+echo "$acc lane=c0,c1,c2 index=r0,r1,r2" >"$work/layouts_a.txt"
+echo "$acc lane=r0,r1,r2 index=c0,c1,c2" >"$work/layouts_b.txt"
+expect_error layouts-conflict "$good" "a second, different layout for .*(the first from $work/layouts_a.txt)" \
+  --layouts "$work/layouts_a.txt" --layouts "$work/layouts_b.txt"
+"$tool" "$good" -o "$work/x.spv" --layouts "$work/layouts_a.txt" --layouts "$work/layouts_a.txt" 2>"$work/err.txt" ||
+  fail "the same layouts twice: $(cat "$work/err.txt")"
+{ printf '\357\273\277'; cat "$work/layouts_a.txt"; } >"$work/layouts_bom.txt"
+"$tool" "$good" -o "$work/x.spv" --layouts "$work/layouts_bom.txt" 2>"$work/err.txt" ||
+  fail "a layouts file with a byte order mark: $(cat "$work/err.txt")"
+
+# A command that fails leaves its outputs as they were: -o is written only once --glsl is
+# made too, each through a temporary file renamed into place.
+cp "$good" "$work/keep.spv"
+"$tool" "$work/keep.spv" -o "$work/keep.spv" --glsl "$work/no-such-folder/x.glsl" 2>/dev/null && fail "--glsl to a missing folder: exit 0"
+cmp -s "$work/keep.spv" "$good" || fail "a failed command replaced its -o file"
+ls "$work"/*.coopmat-lower-partial >/dev/null 2>&1 && fail "a temporary file was left behind"
+
+# An input that does not validate is named as such under --validate, not blamed on the lowering.
+expect_error invalid-input "$shaders/convert_type.glsl450.spv" "the input module does not validate" --validate
+
 [ $failures -eq 0 ] && echo "all CLI checks passed"
 exit $failures
