@@ -72,11 +72,15 @@ Context::~Context() {
   if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
-VKAPI_ATTR VkBool32 VKAPI_CALL Context::OnMessage(VkDebugUtilsMessageSeverityFlagBitsEXT,
+VKAPI_ATTR VkBool32 VKAPI_CALL Context::OnMessage(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                   VkDebugUtilsMessageTypeFlagsEXT,
-                                                  const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
-  // Errors only: the driver's reason for a failed pipeline, the layer's for a failed rewrite.
-  std::fprintf(stderr, "vulkan error: %s\n", data->pMessage ? data->pMessage : "(no text)");
+                                                  const VkDebugUtilsMessengerCallbackDataEXT* data, void* user) {
+  const char* text = data->pMessage ? data->pMessage : "(no text)";
+  // Errors: the driver's reason for a failed pipeline, the layer's for a failed rewrite.
+  // Less severe ones come only where ContextOptions::layerMessages asked for them.
+  if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) std::fprintf(stderr, "vulkan error: %s\n", text);
+  else if (data->pMessageIdName && std::strcmp(data->pMessageIdName, kLayerName) == 0)  // not a test layer's below
+    static_cast<Context*>(user)->layerMessages_.push_back(text);
   return VK_FALSE;
 }
 
@@ -105,12 +109,25 @@ void Context::CreateInstance(const ContextOptions& options) {
   info.ppEnabledLayerNames = &kLayerName;
   info.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   info.ppEnabledExtensionNames = extensions.data();
-  VkLayerSettingEXT lowering{kLayerName, "lowering", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &options.lowering};
+  static const char* const kInfo = "info";
+  std::vector<VkLayerSettingEXT> layerSettings;
+  if (options.lowering) layerSettings.push_back({kLayerName, "lowering", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &options.lowering});
+  if (options.layerMessages) layerSettings.push_back({kLayerName, "log_level", VK_LAYER_SETTING_TYPE_STRING_EXT, 1, &kInfo});
   VkLayerSettingsCreateInfoEXT settings{VK_STRUCTURE_TYPE_LAYER_SETTINGS_CREATE_INFO_EXT};
-  if (options.lowering) {
-    settings.settingCount = 1;
-    settings.pSettings = &lowering;
-    info.pNext = &settings;
+  settings.settingCount = static_cast<uint32_t>(layerSettings.size());
+  settings.pSettings = layerSettings.data();
+  if (!layerSettings.empty()) info.pNext = &settings;
+  // The messenger below hears what comes after vkCreateInstance; this one what it says.
+  VkDebugUtilsMessengerCreateInfoEXT creationMessenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  creationMessenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                                      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                                      VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
+  creationMessenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT;
+  creationMessenger.pfnUserCallback = &Context::OnMessage;
+  creationMessenger.pUserData = this;
+  if (options.layerMessages && debugUtils) {
+    creationMessenger.pNext = info.pNext;
+    info.pNext = &creationMessenger;
   }
   VkResult created;
   {
@@ -124,8 +141,11 @@ void Context::CreateInstance(const ContextOptions& options) {
   if (debugUtils) {
     VkDebugUtilsMessengerCreateInfoEXT messenger{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
     messenger.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    if (options.layerMessages)
+      messenger.messageSeverity |= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_INFO_BIT_EXT;
     messenger.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT;
     messenger.pfnUserCallback = &Context::OnMessage;
+    messenger.pUserData = this;
     auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
         vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
     if (create) create(instance_, &messenger, nullptr, &messenger_);

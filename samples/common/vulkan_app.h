@@ -48,6 +48,10 @@ struct ContextOptions {
   // ("portable": every operation through the Workgroup scratch; "auto": the register
   // path where the driver's layout is known), chained as VkLayerSettingsCreateInfoEXT.
   const char* lowering = nullptr;
+  // Ask the layer for its info lines (log_level=info, the lowest-precedence source) and keep
+  // them and its warnings: layerMessages(). What a test reads to know which settings and
+  // layouts the layer really took (the environment overrides what the app asks).
+  bool layerMessages = false;
   // Enable VK_KHR_pipeline_executable_properties (pipelineExecutableInfo) and subgroup
   // size control, each where offered: what sample::CompileForStatistics uses.
   bool pipelineStatistics = false;
@@ -90,6 +94,8 @@ class Context {
   bool flexibleDimensions() const { return flexibleDimensions_; }
   // The KHR-advertised subgroup-scope (M, N, K, A, C) combinations.
   const std::vector<VkCooperativeMatrixPropertiesKHR>& khrProperties() const { return khrProperties_; }
+  // The layer's info and warning lines, from instance creation on (ContextOptions::layerMessages).
+  const std::vector<std::string>& layerMessages() const { return layerMessages_; }
 
   uint32_t MemoryType(uint32_t typeBits, VkMemoryPropertyFlags flags) const;
 
@@ -113,6 +119,7 @@ class Context {
   VkDriverId driverId_ = {};
   bool layer_ = false, maintenance1_ = false, nvCoopmat2_ = false, flexibleDimensions_ = false;
   std::vector<VkCooperativeMatrixPropertiesKHR> khrProperties_;
+  std::vector<std::string> layerMessages_;
   VkPhysicalDeviceMemoryProperties memory_{};
 };
 

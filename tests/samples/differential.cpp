@@ -149,6 +149,24 @@ std::string FirstDifference(const std::string& scalar, const Output& a, const Ou
   return "";
 }
 
+// Why a context does not run the lowering it asked for, or "": the environment and
+// vk_layer_settings.txt override the app's setting (then the three lowerings would be one),
+// and a device without register layouts leaves auto and registers portable.
+std::string LoweringProblem(const sample::Context& context, const std::string& lowering) {
+  const std::vector<std::string>& messages = context.layerMessages();
+  const auto settings = std::find_if(messages.begin(), messages.end(),
+                                     [](const std::string& m) { return m.rfind("settings: ", 0) == 0; });
+  if (settings == messages.end())
+    return "the layer logged no settings line: its log_level is set below info (VK_COOPMAT_MAINTENANCE1_LOG_LEVEL or "
+           "vk_layer_settings.txt)";
+  if ((*settings + " ").find(" lowering=" + lowering + " ") == std::string::npos)
+    return "the layer does not run lowering=" + lowering + " (" + *settings +
+           "): VK_COOPMAT_MAINTENANCE1_LOWERING or vk_layer_settings.txt sets it";
+  const bool layouts = std::any_of(messages.begin(), messages.end(), [](const std::string& m) { return m.rfind("layout: ", 0) == 0; });
+  if (lowering != "portable" && !layouts) return "the layer took no register layout on this device: lowering=" + lowering + " would run portably";
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -169,9 +187,14 @@ int main(int argc, char** argv) {
     sample::ContextOptions options;
     options.appName = "coopmat-differential";
     options.lowering = lowering;
+    options.layerMessages = true;
     contexts[lowering] = std::make_unique<sample::Context>(options);
     if (!contexts[lowering]->maintenance1()) {
       std::fprintf(stderr, "differential: the device offers no VK_EXT_cooperative_matrix_maintenance1 (is the layer on?)\n");
+      return 1;
+    }
+    if (const std::string problem = LoweringProblem(*contexts[lowering], lowering); !problem.empty()) {
+      std::fprintf(stderr, "differential: %s\n", problem.c_str());
       return 1;
     }
   }

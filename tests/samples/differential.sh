@@ -2,10 +2,13 @@
 # Draws COUNT executable modules (tests/fuzz/generate_modules.py --exec) with a seed made
 # from the commit under test ($COOPMAT_DIFFERENTIAL_SEED repeats a draw) and runs them under
 # every lowering (coopmat_differential).
-#   differential.sh PYTHON SOURCE_DIR RUNNER WORK_DIR COUNT [--wrong-layouts INFO | --virtual PROFILE LAYER_PATH]
+#   differential.sh PYTHON SOURCE_DIR RUNNER WORK_DIR COUNT [--wrong-layouts INFO | --virtual PROFILE LAYER_PATH |
+#                   --overridden]
 # --wrong-layouts: the proof that the stage can fail. The register path is given lavapipe's
 # layouts (coopmat-info INFO) with two index bits of every accumulator swapped; the
 # portable path, which needs no layout, then disagrees with it, and the run must say so.
+# --overridden: the other proof. A lowering exported in the environment overrides the one
+# each run asks for (the three would be one); the runner must refuse to compare then.
 # --virtual: on the virtual device (tests/virtual) under PROFILE, the product layer above it
 # (LAYER_PATH holds both), 16x16 shapes with f16 A and B in workgroups of 64, with the
 # accumulator types PROFILE lists for them (f16, f32: then each conversion to A or B also
@@ -44,6 +47,16 @@ case $mode in
     echo "differential: $rewritten pipelines rewritten by the virtual device ($(basename "$7")), 0 faults"
     exit $status ;;
   --wrong-layouts) ;;
+  --overridden)
+    VK_COOPMAT_MAINTENANCE1_LOWERING=portable "$runner" "$work/modules" > "$work/out.txt" 2>&1
+    status=$?
+    tail -3 "$work/out.txt"
+    if [ "$status" -ne 1 ] || ! grep -q "^differential: the layer does not run lowering=auto .*VK_COOPMAT_MAINTENANCE1_LOWERING" "$work/out.txt"; then
+      echo "differential: with the lowering overridden in the environment the runner compared anyway (exit $status)"
+      exit 1
+    fi
+    echo "differential: an overridden lowering refused"
+    exit 0 ;;
   *) echo "differential.sh: unknown mode $mode"; exit 2 ;;
 esac
 XDG_CACHE_HOME=$work "$7" --layouts "$work/probed.txt" >/dev/null || exit 1
