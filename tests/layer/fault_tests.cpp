@@ -322,8 +322,13 @@ TEST_CASE("review 8: a failure after the driver created the device destroys it",
 extern "C" void* __libc_malloc(size_t size);
 namespace {
 thread_local bool tAllocationsFail = false;
+thread_local size_t tAllocationsFailed = 0;  // the proof that the failure was injected at all
 }  // namespace
-extern "C" void* malloc(size_t size) { return tAllocationsFail ? nullptr : __libc_malloc(size); }
+extern "C" void* malloc(size_t size) {
+  if (!tAllocationsFail) return __libc_malloc(size);
+  ++tAllocationsFailed;
+  return nullptr;
+}
 #endif
 
 namespace {
@@ -379,11 +384,19 @@ TEST_CASE("review dbb465e 7: an exception after the driver created pipelines lea
     const VkComputePipelineCreateInfo infos[2] = {lowered, lowered};
     VkPipeline pipelines[2] = {};
     VkResult result;
+    const size_t messagesBefore = instance.messages().size();
+    tAllocationsFailed = 0;
     {
       ScopedEnv armed("FAKE_DRIVER_FAIL", "CreateComputePipelines:1:" + std::to_string(VK_ERROR_OUT_OF_DEVICE_MEMORY) + ":last");
       const AllocationsFailAfterTheDriver failing;  // disarmed as it goes, right after the call
       result = vkCreateComputePipelines(device.handle(), VK_NULL_HANDLE, 2, infos, nullptr, pipelines);
     }
+    // The layer did run out of memory after the driver (else this is review 8's plain
+    // driver failure, with the same results): an allocation failed, and the layer's
+    // warning about the driver's failure, which needs memory, never came.
+    REQUIRE(tAllocationsFailed > 0);
+    for (size_t i = messagesBefore; i < instance.messages().size(); ++i)
+      CHECK(instance.messages()[i].text.find("the driver failed") == std::string::npos);
     CHECK(result == VK_ERROR_OUT_OF_DEVICE_MEMORY);  // the driver's error
     CHECK(pipelines[0] != VK_NULL_HANDLE);            // what the driver made, for the app to destroy
     CHECK(pipelines[1] == VK_NULL_HANDLE);
