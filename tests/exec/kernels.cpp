@@ -221,6 +221,26 @@ double Agreement(const std::vector<float>& got, const std::vector<double>& want)
 // (S') from the kernel's result, within these tolerances in part: the rms check below tells them apart.
 constexpr double kGlaBf16AccTolerance = 1.0 / 128, kGlaBf16AccRowSumTolerance = 1.0 / 64;
 
+// The mask function's count per head and row: the kernel masks C - 1 - r elements of row r
+// in each of its DT O tiles, once per replica the accumulator layout keeps of an element.
+// Where the replica count is unknown (0: a listed device whose layer reported no layout for
+// the shape, e.g. a flexible one) only the proportion is checked: one whole factor for every
+// head and row, at least 1.
+std::string MaskedCountProblems(const std::vector<uint32_t>& stats, uint32_t H, uint32_t C, uint32_t DT, uint32_t replicas) {
+  std::ostringstream out;
+  const bool known = replicas != 0;
+  if (!known) replicas = std::max(1u, stats[C] / (DT * (C - 1)));  // head 0, row 0
+  for (uint32_t h = 0; h < H; ++h)
+    for (uint32_t r = 0; r < C; ++r) {
+      const uint32_t masked = stats[h * 3 * C + C + r], wantMasked = DT * replicas * (C - 1 - r);
+      if (masked != wantMasked)
+        out << " head " << h << " row " << r << ": the mask function counted " << masked << " masked elements, want "
+            << wantMasked << " (" << DT << " O tiles x " << replicas << (known ? "" : " (as head 0 row 0 shows)")
+            << " replicas x " << C - 1 - r << ");";
+    }
+  return out.str();
+}
+
 }  // namespace
 
 // Whether the device runs 16x16x16 MulAdds of `a` into `acc`, with 16x16 `acc` accumulators:
@@ -263,10 +283,6 @@ std::string Run(const Env& env, const GlaCase& k, const std::string& targetEnv, 
   if (std::string e = Dispatch(env, job, grid, buffers); !e.empty()) return e;
   const std::vector<float> o = cmtest::FromBytes<float>(buffers[5]), sNew = cmtest::FromBytes<float>(buffers[6]);
   const std::vector<uint32_t> stats = cmtest::FromBytes<uint32_t>(buffers[7]);
-  uint32_t replicas = env.Replicas(Use::Acc, T::F32, kTile, kTile);
-  // Unknown (a listed device whose layer reported no layout for the shape, e.g. a flexible
-  // one): as many as row 0 of head 0 shows, which every other row must then agree with.
-  if (replicas == 0) replicas = std::max(1u, stats[C] / (DT * (C - 1)));
 
   // The exact result (want*), and the one a kernel that drops every lo part would compute
   // (hi*: S, A and the decayed K rounded to the element type once, where the kernel splits them).
@@ -274,6 +290,7 @@ std::string Run(const Env& env, const GlaCase& k, const std::string& targetEnv, 
   std::vector<double> hiO(wantO.size()), hiS(wantS.size());
   std::vector<float> gotMax(size_t(H) * C), gotSum(size_t(H) * C);
   std::ostringstream s_;
+  s_ << MaskedCountProblems(stats, H, C, DT, env.Replicas(Use::Acc, T::F32, kTile, kTile));
   for (uint32_t h = 0; h < H; ++h) {
     std::vector<double> G(C);
     for (uint32_t i = 0; i < C; ++i) G[i] = (i ? G[i - 1] : 0) + g.at(h, i);
@@ -295,10 +312,6 @@ std::string Run(const Env& env, const GlaCase& k, const std::string& targetEnv, 
       wantSum[h * C + r] = rowSum;
       gotMax[h * C + r] = FromBits(stats[h * 3 * C + r]);
       gotSum[h * C + r] = FromBits(stats[h * 3 * C + 2 * C + r]);
-      const uint32_t masked = stats[h * 3 * C + C + r], wantMasked = DT * replicas * (C - 1 - r);
-      if (masked != wantMasked)
-        s_ << " head " << h << " row " << r << ": the mask function counted " << masked << " masked elements, want "
-           << wantMasked << " (" << DT << " O tiles x " << replicas << " replicas x " << C - 1 - r << ");";
       for (uint32_t d = 0; d < D; ++d) {
         double qs = 0, av = 0, qsHi = 0, avHi = 0;
         for (uint32_t e = 0; e < D; ++e) {
@@ -390,14 +403,7 @@ std::string RunGlaBf16Acc(const Env& env, uint32_t D, const std::string& targetE
   const GlaOut unrounded = GlaBf16AccReference(q, kk, v, g, s, H, D, [](double x) { return x; });
 
   std::ostringstream s_;
-  const uint32_t replicas = env.Replicas(Use::Acc, T::BF16, kTile, kTile);
-  for (uint32_t h = 0; h < H; ++h)
-    for (uint32_t r = 0; r < C; ++r) {
-      const uint32_t masked = stats[h * 3 * C + C + r], wantMasked = DT * replicas * (C - 1 - r);
-      if (masked != wantMasked)
-        s_ << " head " << h << " row " << r << ": the mask function counted " << masked << " masked elements, want "
-           << wantMasked << ";";
-    }
+  s_ << MaskedCountProblems(stats, H, C, DT, env.Replicas(Use::Acc, T::BF16, kTile, kTile));
   // The roundings must be visible: O and S' nearer (root mean square) the rounded reference
   // than the unrounded one by a factor of 4, so a kernel whose accumulators kept more than
   // bfloat16 (or a reference that skipped the roundings) fails whatever the tolerances admit.
