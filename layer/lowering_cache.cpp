@@ -315,11 +315,13 @@ void LoweringCache::TrimDisk() {
   if (total > limits_.diskBytes) {
     // Down to three quarters, so that a full cache is not scanned again at every write.
     std::sort(files.begin(), files.end(), [](const Entry& a, const Entry& b) { return a.modified < b.modified; });
-    // The newest stays: it was just written or read, and fits the limit alone.
+    // The newest stays where it fits the limit alone: it was just written or read. (A
+    // limit lowered below an entry written before removes that one too.)
     for (const Entry& file : std::span(files).first(files.size() - 1)) {
       if (total <= limits_.diskBytes / 4 * 3) break;
       if (folder_.Remove(file.name)) total -= file.bytes;
     }
+    if (total > limits_.diskBytes && folder_.Remove(files.back().name)) total -= files.back().bytes;
   }
   diskUsed_ = total;
 }

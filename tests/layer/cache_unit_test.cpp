@@ -350,6 +350,11 @@ TEST_CASE("lowering cache: the disk folder stays within its limit, least recentl
   size_t left = 0;
   for (const auto& entry : std::filesystem::directory_iterator(root / BuildId())) left += entry.is_regular_file();
   CHECK(left == 1);  // the most recently used alone
+  // A limit below that one entry leaves nothing (it kept the entry, over the limit).
+  { LoweringCache cache(Opened(root), CacheLimits{.diskBytes = one / 2}); }
+  left = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(root / BuildId())) left += entry.is_regular_file();
+  CHECK(left == 0);
   std::filesystem::remove_all(root);
 }
 
