@@ -321,6 +321,9 @@ int main(int argc, char** argv) {
                 "of %u lanes per %u query rows, %u subgroups per workgroup in ways 1 and 4\n",
                 options.batch, options.heads, options.seq, options.dim, options.causal ? "causal" : "not causal", tile,
                 tile, small ? 8 : warp, tile, groupBlocks);
+    // The environment overrides the lowering way 4 asks for (as opbench says too).
+    if (const char* env = std::getenv("VK_COOPMAT_MAINTENANCE1_LOWERING"); env && options.layer)
+      std::printf("note: VK_COOPMAT_MAINTENANCE1_LOWERING=%s applies to ways 1 and 4 alike\n", env);
     std::printf("tolerance: max |O - ref| <= %.0e, max |lse - ref| <= %.0e (reference in double from the same f16 "
                 "inputs)\n\n",
                 kOutputTolerance, kLseTolerance);
