@@ -100,16 +100,25 @@ bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& file
     std::error_code ignored;
     for (const std::filesystem::path& temporary : written) std::filesystem::remove(temporary, ignored);
   };
+  std::vector<bool> direct;  // a device or pipe (/dev/null, /dev/stdout): written as it is, no rename
   for (const auto& [path, data] : files) {
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (std::filesystem::is_directory(status)) {
+      problem = "cannot write " + path + ": it is a folder";
+      discard();
+      return false;
+    }
+    direct.push_back(std::filesystem::exists(status) && !std::filesystem::is_regular_file(status));
     std::filesystem::path temporary(path);
-    temporary += ".coopmat-lower-partial";
+    if (!direct.back()) temporary += ".coopmat-lower-partial";
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     if (!out) {
       problem = "cannot write " + path + ": " + std::strerror(errno);
       discard();
       return false;
     }
-    written.push_back(temporary);
+    if (!direct.back()) written.push_back(temporary);
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     out.close();
     if (!out) {
@@ -118,15 +127,19 @@ bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& file
       return false;
     }
   }
-  for (size_t i = 0; i < files.size(); ++i) {
+  for (size_t i = 0, renamed = 0; i < files.size(); ++i) {
+    if (direct[i]) continue;
     const std::filesystem::path target(files[i].first);
+    const std::filesystem::path& temporary = written[renamed++];
     std::error_code ec;
-    std::filesystem::rename(written[i], target, ec);
+    std::filesystem::rename(temporary, target, ec);
+#ifdef _WIN32
     if (ec) {  // a runtime whose rename does not replace an existing file
       std::error_code again;
       std::filesystem::remove(target, again);
-      std::filesystem::rename(written[i], target, ec);
+      std::filesystem::rename(temporary, target, ec);
     }
+#endif
     if (ec) {
       problem = "cannot write " + files[i].first + ": " + ec.message();
       discard();

@@ -174,6 +174,10 @@ cp "$good" "$work/keep.spv"
 cmp -s "$work/keep.spv" "$good" || fail "a failed command replaced its -o file"
 ls "$work"/*.coopmat-lower-partial >/dev/null 2>&1 && fail "a temporary file was left behind"
 
+# A device is written as it is (no temporary file beside /dev/null).
+"$tool" "$good" -o /dev/null --stats >/dev/null 2>"$work/err.txt" || fail "-o /dev/null: $(cat "$work/err.txt")"
+expect_error output-folder "$good" "it is a folder" --glsl "$work/a-folder.spv"
+
 # An input that does not validate is named as such under --validate, not blamed on the lowering.
 expect_error invalid-input "$shaders/convert_type.glsl450.spv" "the input module does not validate" --validate
 
