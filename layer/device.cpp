@@ -89,6 +89,8 @@ LowerOptions LowerOptionsFor(const InstanceData& instance, VkPhysicalDevice phys
   options.maxSharedMemoryBytes = info.maxComputeSharedMemorySize;
   options.maxTaskSharedMemoryBytes = info.maxTaskSharedMemorySize;
   options.maxMeshSharedMemoryBytes = info.maxMeshSharedMemorySize;
+  options.maxTaskPayloadAndSharedMemoryBytes = info.maxTaskPayloadAndSharedMemorySize;
+  options.maxMeshPayloadAndSharedMemoryBytes = info.maxMeshPayloadAndSharedMemorySize;
   auto addFrom = [&](const char* command, auto structType, auto entry) {
     using Entry = decltype(entry);
     using Query = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, Entry*);
@@ -137,7 +139,8 @@ uint64_t OptionsFingerprint(const PhysicalDeviceInfo& device, const LowerOptions
   h.Add(std::span(device.deviceUUID)).Add(std::span(device.driverUUID)).Add(device.driverVersion);
   h.Add(device.vendorID).Add(device.deviceID).Add(device.deviceName);  // GPUs whose UUIDs are not filled in
   h.Add(options.minSubgroupSize).Add(options.maxSharedMemoryBytes).Add(options.maxTaskSharedMemoryBytes);
-  h.Add(options.maxMeshSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
+  h.Add(options.maxMeshSharedMemoryBytes).Add(options.maxTaskPayloadAndSharedMemoryBytes);
+  h.Add(options.maxMeshPayloadAndSharedMemoryBytes).Add(options.flexibleDimensions).Add(options.flexibleMaxDimension);
   h.Add(options.registerMovesWithShuffles).Add(options.foldedShuffleLaneBits).Add(options.subgroupExtendedTypes);
   h.Add(options.sharedMemoryPool).Add(options.sharedMemoryGranule);
   h.Add(options.subgroupExecutionBarriers);

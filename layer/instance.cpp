@@ -138,6 +138,8 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
     std::copy(std::begin(id.driverUUID), std::end(id.driverUUID), info.driverUUID.begin());
     info.maxTaskSharedMemorySize = mesh.maxTaskSharedMemorySize;
     info.maxMeshSharedMemorySize = mesh.maxMeshSharedMemorySize;
+    info.maxTaskPayloadAndSharedMemorySize = mesh.maxTaskPayloadAndSharedMemorySize;
+    info.maxMeshPayloadAndSharedMemorySize = mesh.maxMeshPayloadAndSharedMemorySize;
     info.subgroupSize = std::max(1u, subgroup.subgroupSize);
     info.subgroupOperations = subgroup.supportedOperations;
     info.subgroupStages = subgroup.supportedStages;

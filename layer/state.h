@@ -84,6 +84,8 @@ struct PhysicalDeviceInfo {
   uint32_t maxComputeSharedMemorySize = 0;
   uint32_t maxTaskSharedMemorySize = 0;  // VK_EXT_mesh_shader; 0 without it
   uint32_t maxMeshSharedMemorySize = 0;
+  uint32_t maxTaskPayloadAndSharedMemorySize = 0;
+  uint32_t maxMeshPayloadAndSharedMemorySize = 0;
   VkSubgroupFeatureFlags subgroupOperations = 0;  // in subgroupStages
   VkShaderStageFlags subgroupStages = 0;
   // Who it is: names the layout cache file, keys lowered entries, selects a built-in

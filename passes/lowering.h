@@ -91,7 +91,11 @@ class Scratch {
 
  private:
   uint32_t MemoryOperandsMask() const;
-  uint64_t SharedMemoryLimit() const;
+  struct SharedMemoryBudget {
+    uint64_t limit = 0;  // 0: none
+    std::string note;    // where the limit is not the stage's shared memory alone, why
+  };
+  SharedMemoryBudget SharedMemoryLimit(uint64_t payload) const;
   struct Context& context_;
   uint32_t variable_ = 0;
   uint32_t wordsPerSlice_ = 0;

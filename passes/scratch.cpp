@@ -119,22 +119,36 @@ uint32_t LocalSizeInvocations(const ir::Instruction& entry, const ir::Instructio
 }  // namespace
 
 // The shared-memory limit that holds for every entry point given the scratch: the
-// compute limit, or the task/mesh one (VK_EXT_mesh_shader) where such an entry point is.
-uint64_t Scratch::SharedMemoryLimit() const {
+// compute limit, or the task/mesh one (VK_EXT_mesh_shader) where such an entry point is,
+// and there the payload-and-shared one less the module's `payload` bytes of task payload.
+Scratch::SharedMemoryBudget Scratch::SharedMemoryLimit(uint64_t payload) const {
   const LowerOptions& o = context_.options;
-  uint64_t limit = o.maxSharedMemoryBytes;
-  auto apply = [&](uint32_t stageLimit) {
-    if (stageLimit && (!limit || stageLimit < limit)) limit = stageLimit;
+  SharedMemoryBudget budget{o.maxSharedMemoryBytes, ""};
+  auto apply = [&](uint64_t stageLimit, const std::string& note) {
+    if (stageLimit && (!budget.limit || stageLimit < budget.limit)) budget = {stageLimit, note};
+  };
+  auto applyWithPayload = [&](uint32_t together) {
+    // A payload that alone fills the limit leaves one byte: every scratch is refused.
+    if (together)
+      apply(together > payload ? together - payload : 1,
+            " (its " + std::to_string(together) + " bytes of task payload and shared memory together, less the module's " +
+                std::to_string(payload) + " bytes of payload)");
   };
   for (const ir::Instruction& entry : context_.module.entryPoints)
     switch (static_cast<spv::ExecutionModel>(entry.Operand(0))) {
       case spv::ExecutionModel::TaskNV:
-      case spv::ExecutionModel::TaskEXT: apply(o.maxTaskSharedMemoryBytes); break;
+      case spv::ExecutionModel::TaskEXT:
+        apply(o.maxTaskSharedMemoryBytes, "");
+        applyWithPayload(o.maxTaskPayloadAndSharedMemoryBytes);
+        break;
       case spv::ExecutionModel::MeshNV:
-      case spv::ExecutionModel::MeshEXT: apply(o.maxMeshSharedMemoryBytes); break;
+      case spv::ExecutionModel::MeshEXT:
+        apply(o.maxMeshSharedMemoryBytes, "");
+        applyWithPayload(o.maxMeshPayloadAndSharedMemoryBytes);
+        break;
       default: break;
     }
-  return limit;
+  return budget;
 }
 
 bool IsComputeLikeModel(uint32_t model) {
@@ -525,19 +539,21 @@ void Scratch::Finalize() {
   t.AddGlobal(ir::Instruction(spv::Op::OpVariable, pointer, variable_, {static_cast<uint32_t>(spv::StorageClass::Workgroup)}));
 
   if (auto w = t.ConstantValue(words)) context_.stats.scratchBytesPerSubgroup = *w * 4;
-  const uint64_t limit = SharedMemoryLimit();
   std::unordered_set<uint32_t> specSized;
   const std::unordered_map<uint32_t, uint64_t> sizesOfTypes = TypeSizes(m, t, &specSized);
-  uint64_t own = 0;
+  uint64_t own = 0, payload = 0;  // the module's own Workgroup and TaskPayloadWorkgroupEXT bytes
   bool ownSpecSized = false;
-  for (const ir::Instruction& g : m.globals)
-    if (g.opcode == spv::Op::OpVariable && g.resultId != variable_ &&
-        g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup)) {
-      const ir::Instruction* p = t.GlobalDef(g.typeId);
-      if (auto size = p ? sizesOfTypes.find(p->Operand(1)) : sizesOfTypes.end(); size != sizesOfTypes.end())
-        own = SaturatingAdd(own, size->second);
-      ownSpecSized |= p && specSized.count(p->Operand(1));
-    }
+  for (const ir::Instruction& g : m.globals) {
+    if (g.opcode != spv::Op::OpVariable || g.resultId == variable_) continue;
+    const bool shared = g.Operand(0) == static_cast<uint32_t>(spv::StorageClass::Workgroup);
+    if (!shared && g.Operand(0) != static_cast<uint32_t>(spv::StorageClass::TaskPayloadWorkgroupEXT)) continue;
+    const ir::Instruction* p = t.GlobalDef(g.typeId);
+    if (auto size = p ? sizesOfTypes.find(p->Operand(1)) : sizesOfTypes.end(); size != sizesOfTypes.end())
+      (shared ? own : payload) = SaturatingAdd(shared ? own : payload, size->second);
+    ownSpecSized |= p && specSized.count(p->Operand(1));
+  }
+  const SharedMemoryBudget budget = SharedMemoryLimit(payload);
+  const uint64_t limit = budget.limit;
   // A scratch or an own shared array that specialization constants size (local_size_x_id,
   // spec-sized tiles: common in ML kernels) cannot be held to the limit here: the
   // lowering with the pipeline's values, where they are constants, checks it
@@ -564,6 +580,7 @@ void Scratch::Finalize() {
                              std::to_string(*t.ConstantValue(words) * 4) + " bytes, at subgroup size " +
                              std::to_string(minSubgroup) + ") on top of the module's own " + std::to_string(own) +
                              " bytes, more than the " + std::to_string(limit) + " bytes of shared memory the device allows" +
+                             budget.note +
                              (own > limit                                     ? " (the module's own shared memory alone exceeds it)"
                               : context_.options.registerMovesWithShuffles ? " (the module alone fits; the operations that need the scratch have no register form here)"
                                                                            : " (the module alone fits)"),

@@ -163,3 +163,38 @@ TEST_CASE("review 23: task and mesh entry points are held to their own shared-me
   options.maxTaskSharedMemoryBytes = 512;  // no task entry point: does not apply
   CHECK(coopmat::LowerModule(mesh, options).ok);
 }
+
+// A task shader's payload counts with its shared memory against
+// maxTaskPayloadAndSharedMemorySize; the layer held the scratch to the shared-memory limit
+// alone, so a module within both limits could leave the lowered one over the first (input
+// review of 2026-12-07; validation reported VUID-RuntimeSpirv-maxTaskPayloadAndSharedMemorySize-08760).
+TEST_CASE("a task shader's payload counts against the payload-and-shared-memory limit", "[review][malformed]") {
+  std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.3"));
+  text = Replaced(text, "OpEntryPoint GLCompute %main", "OpEntryPoint TaskEXT %main");
+  text = Replaced(text, "OpCapability Shader\n", "OpCapability Shader\nOpCapability MeshShadingEXT\n");
+  text = Replaced(text, "OpExtension \"SPV_KHR_cooperative_matrix\"\n",
+                  "OpExtension \"SPV_KHR_cooperative_matrix\"\nOpExtension \"SPV_EXT_mesh_shader\"\n");
+  // 4096 bytes of payload: 1024 floats.
+  text = Replaced(text, "%uint_3 = OpConstant %uint 3\n",
+                  "%uint_3 = OpConstant %uint 3\n%9001 = OpConstant %uint 1024\n%9002 = OpTypeArray %float %9001\n"
+                  "%9003 = OpTypePointer TaskPayloadWorkgroupEXT %9002\n"
+                  "%9004 = OpVariable %9003 TaskPayloadWorkgroupEXT\n");  // ids above the module's: no clash
+  const std::vector<uint32_t> task = Assemble(text);
+  coopmat::LowerOptions options = LayerLike();
+  const coopmat::LowerResult alone = coopmat::LowerModule(task, options);
+  INFO(alone.error);
+  REQUIRE(alone.ok);
+  const uint64_t scratch = alone.stats.scratchBytes;
+  REQUIRE(scratch > 0);
+  // The shared-memory limit alone would take the scratch; with the payload it does not fit.
+  options.maxTaskSharedMemoryBytes = static_cast<uint32_t>(scratch);
+  options.maxTaskPayloadAndSharedMemoryBytes = static_cast<uint32_t>(4096 + scratch - 4);
+  ExpectRefused(coopmat::LowerModule(task, options), "less the module's 4096 bytes of payload");
+  options.maxTaskPayloadAndSharedMemoryBytes = static_cast<uint32_t>(4096 + scratch);
+  CHECK(coopmat::LowerModule(task, options).ok);
+  options.maxTaskPayloadAndSharedMemoryBytes = 0;  // no such limit: the shared-memory one alone
+  CHECK(coopmat::LowerModule(task, options).ok);
+  // A mesh limit does not apply to a task entry point.
+  options.maxMeshPayloadAndSharedMemoryBytes = 16;
+  CHECK(coopmat::LowerModule(task, options).ok);
+}

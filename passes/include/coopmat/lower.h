@@ -80,6 +80,10 @@ struct LowerOptions {
   // and mesh entry points; 0: maxSharedMemoryBytes applies to them too.
   uint32_t maxTaskSharedMemoryBytes = 0;
   uint32_t maxMeshSharedMemoryBytes = 0;
+  // maxTaskPayloadAndSharedMemorySize / maxMeshPayloadAndSharedMemorySize: the task
+  // payload and the shared memory of a task or mesh entry point together; 0: no such limit.
+  uint32_t maxTaskPayloadAndSharedMemoryBytes = 0;
+  uint32_t maxMeshPayloadAndSharedMemoryBytes = 0;
   // Run spirv-val on the result and fail if it does not validate.
   bool validate = false;
 
