@@ -81,6 +81,31 @@ class ScopedUnlink {
   VkBaseOutStructure* target_ = nullptr;
 };
 
+// Whether what lists VK_EXT_cooperative_matrix_maintenance1 below the layer implements it:
+// the loader adds an implicit layer's manifest extensions to the driver's list (so this
+// layer's own would read as the driver's), but only an implementation fills the extension's
+// features. Its members start at a value no implementation writes (a VkBool32 is 0 or 1).
+// Where the app's version and extensions allow no features query, the list decides.
+bool ImplementedBelow(const InstanceData& instance, VkPhysicalDevice physicalDevice) {
+  const InstanceDispatch& d = instance.dispatch;
+  // As for properties (review of 2026-12-07): the core command from 1.1, else the KHR one
+  // where the app enabled its extension (then GetPhysicalDeviceProperties2 was loaded).
+  const PFN_vkGetPhysicalDeviceFeatures2 query = instance.apiVersion >= VK_API_VERSION_1_1 ? d.GetPhysicalDeviceFeatures2
+                                                 : d.GetPhysicalDeviceProperties2            ? d.GetPhysicalDeviceFeatures2KHR
+                                                                                             : nullptr;
+  if (!query) return true;
+  constexpr VkBool32 kUntouched = 0x7ea7u;
+  VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT features{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_MAINTENANCE_1_FEATURES_EXT};
+  features.cooperativeMatrixProperties2 = features.cooperativeMatrixReductions = features.cooperativeMatrixConversions =
+      features.cooperativeMatrixPerElementOperations = features.cooperativeMatrixGetCoordinate = kUntouched;
+  VkPhysicalDeviceFeatures2 features2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, &features};
+  query(physicalDevice, &features2);
+  return features.cooperativeMatrixProperties2 != kUntouched || features.cooperativeMatrixReductions != kUntouched ||
+         features.cooperativeMatrixConversions != kUntouched || features.cooperativeMatrixPerElementOperations != kUntouched ||
+         features.cooperativeMatrixGetCoordinate != kUntouched;
+}
+
 }  // namespace
 
 PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevice physicalDevice) {
@@ -92,7 +117,8 @@ PhysicalDeviceInfo GetPhysicalDeviceInfo(InstanceData& instance, VkPhysicalDevic
   PhysicalDeviceInfo info;
   const std::vector<VkExtensionProperties> extensions = DriverExtensions(instance, physicalDevice);
   info.hasKhrCoopmat = Contains(extensions, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
-  info.nativeExt = Contains(extensions, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME);
+  info.nativeExt = Contains(extensions, VK_EXT_COOPERATIVE_MATRIX_MAINTENANCE_1_EXTENSION_NAME) &&
+                   ImplementedBelow(instance, physicalDevice);
   info.serve = info.hasKhrCoopmat && (!info.nativeExt || instance.settings.forceEnable);
 
   VkPhysicalDeviceProperties properties{};
@@ -252,13 +278,18 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
       return instance->dispatch.EnumerateDeviceExtensionProperties(physicalDevice, pLayerName, pPropertyCount,
                                                                    pProperties);
     const PhysicalDeviceInfo info = GetPhysicalDeviceInfo(*instance, physicalDevice);
-    if (!info.serve)  // nothing to add: the driver's answer as it is
+    const bool listedBelow = !info.nativeExt && Contains(DriverExtensions(*instance, physicalDevice), kOwn.extensionName);
+    if (!info.serve && !listedBelow)  // nothing to add or take: the driver's answer as it is
       return instance->dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, pPropertyCount,
                                                                    pProperties);
     VkResult driverError = VK_SUCCESS;
     list = DriverExtensions(*instance, physicalDevice, &driverError);
     if (driverError != VK_SUCCESS) return driverError;  // the driver's error, not a list with only ours (review 26)
-    if (!Contains(list, kOwn.extensionName)) list.push_back(kOwn);
+    // The loader's copy of the manifest's entry where nothing below implements it: the
+    // extension is this layer's to offer, where it serves, and nobody's elsewhere.
+    if (!info.nativeExt)
+      std::erase_if(list, [](const VkExtensionProperties& e) { return std::strcmp(e.extensionName, kOwn.extensionName) == 0; });
+    if (info.serve && !Contains(list, kOwn.extensionName)) list.push_back(kOwn);
   }
   if (!pProperties) {
     *pPropertyCount = static_cast<uint32_t>(list.size());
