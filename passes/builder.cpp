@@ -33,6 +33,11 @@ CoopMatType MatrixOf(Context& context, const ir::Instruction& inst, uint32_t id,
     Fail(Describe(inst) + ": " + what + " must have a constant Use (0, 1 or 2)" +
          (t.IsSpecConstant(info->useId) ? " once specialized" : ""));
   info->use = static_cast<MatrixUse>(*use);
+  // A dimension specialized to 0 is no matrix: refused here rather than left to the driver
+  // (lavapipe crashes on it).
+  for (const auto& [dimension, name] : {std::pair{info->rowsId, "Rows"}, std::pair{info->colsId, "Columns"}})
+    if (const auto value = t.ConstantValue(dimension); value && *value == 0)
+      Fail(Describe(inst) + ": " + what + " has 0 " + name + (t.IsSpecConstant(dimension) ? " once specialized" : ""));
   return *info;
 }
 
