@@ -278,8 +278,7 @@ VKAPI_ATTR VkResult VKAPI_CALL EnumerateDeviceExtensionProperties(VkPhysicalDevi
       return instance->dispatch.EnumerateDeviceExtensionProperties(physicalDevice, pLayerName, pPropertyCount,
                                                                    pProperties);
     const PhysicalDeviceInfo info = GetPhysicalDeviceInfo(*instance, physicalDevice);
-    const bool listedBelow = !info.nativeExt && Contains(DriverExtensions(*instance, physicalDevice), kOwn.extensionName);
-    if (!info.serve && !listedBelow)  // nothing to add or take: the driver's answer as it is
+    if (!info.serve && info.nativeExt)  // nothing to add or take: the driver's answer as it is
       return instance->dispatch.EnumerateDeviceExtensionProperties(physicalDevice, nullptr, pPropertyCount,
                                                                    pProperties);
     VkResult driverError = VK_SUCCESS;
