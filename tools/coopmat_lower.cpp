@@ -392,7 +392,7 @@ int LowerCommand(const std::vector<std::string>& argv) {
   if (!ReadWhole(input, bytes, problem)) return Error(problem);
   if (bytes.size() % 4 != 0) return Error(input + ": size " + std::to_string(bytes.size()) + " is not a multiple of 4 bytes");
   std::vector<uint32_t> words(bytes.size() / 4);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(words.data(), bytes.data(), bytes.size());  // no null pointer to memcpy
 
   if (!specialize.empty()) {
     // Each value as the constant's own type reads it (Vulkan reads as many bytes as it is wide).
