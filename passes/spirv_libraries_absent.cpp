@@ -10,6 +10,10 @@ std::string ValidateModule(std::span<const uint32_t>, int) {
   return "this build has no spirv-val (built without SPIRV-Tools)";
 }
 
+std::string LoweredModuleProblem(std::span<const uint32_t>, std::span<const uint32_t> lowered, int vulkanMinor) {
+  return "the lowered module does not validate: " + ValidateModule(lowered, vulkanMinor);
+}
+
 TextResult ToVulkanGlsl(std::span<const uint32_t>) {
   return {.ok = false, .text = {}, .error = "this build has no GLSL view (built without SPIRV-Cross)"};
 }
