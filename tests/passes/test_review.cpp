@@ -150,11 +150,21 @@ TEST_CASE("review 23: the scratch has one slice per subgroup at the pipeline's s
   }
 }
 
-TEST_CASE("review 23: task and mesh entry points are held to their own shared-memory limits", "[review][malformed]") {
+namespace {
+
+// The reduce test module's text with its entry point a task or mesh one.
+std::string ReduceModuleAs(const std::string& model) {
   std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.3"));
-  text = Replaced(text, "OpEntryPoint GLCompute %main", "OpEntryPoint MeshEXT %main");
+  text = Replaced(text, "OpEntryPoint GLCompute %main", "OpEntryPoint " + model + " %main");
   text = Replaced(text, "OpCapability Shader\n", "OpCapability Shader\nOpCapability MeshShadingEXT\n");
-  const std::vector<uint32_t> mesh = Assemble(text);
+  return Replaced(text, "OpExtension \"SPV_KHR_cooperative_matrix\"\n",
+                  "OpExtension \"SPV_KHR_cooperative_matrix\"\nOpExtension \"SPV_EXT_mesh_shader\"\n");
+}
+
+}  // namespace
+
+TEST_CASE("review 23: task and mesh entry points are held to their own shared-memory limits", "[review][malformed]") {
+  const std::vector<uint32_t> mesh = Assemble(ReduceModuleAs("MeshEXT"));
   coopmat::LowerOptions options = LayerLike();
   CHECK(coopmat::LowerModule(mesh, options).ok);  // the compute limit alone: fits
   options.maxMeshSharedMemoryBytes = 512;
@@ -169,13 +179,8 @@ TEST_CASE("review 23: task and mesh entry points are held to their own shared-me
 // alone, so a module within both limits could leave the lowered one over the first (input
 // review of 2026-12-07; validation reported VUID-RuntimeSpirv-maxTaskPayloadAndSharedMemorySize-08760).
 TEST_CASE("a task shader's payload counts against the payload-and-shared-memory limit", "[review][malformed]") {
-  std::string text = Disassemble(passtest::LoadShader("reduce", "spirv1.3"));
-  text = Replaced(text, "OpEntryPoint GLCompute %main", "OpEntryPoint TaskEXT %main");
-  text = Replaced(text, "OpCapability Shader\n", "OpCapability Shader\nOpCapability MeshShadingEXT\n");
-  text = Replaced(text, "OpExtension \"SPV_KHR_cooperative_matrix\"\n",
-                  "OpExtension \"SPV_KHR_cooperative_matrix\"\nOpExtension \"SPV_EXT_mesh_shader\"\n");
   // 4096 bytes of payload: 1024 floats.
-  text = Replaced(text, "%uint_3 = OpConstant %uint 3\n",
+  const std::string text = Replaced(ReduceModuleAs("TaskEXT"), "%uint_3 = OpConstant %uint 3\n",
                   "%uint_3 = OpConstant %uint 3\n%9001 = OpConstant %uint 1024\n%9002 = OpTypeArray %float %9001\n"
                   "%9003 = OpTypePointer TaskPayloadWorkgroupEXT %9002\n"
                   "%9004 = OpVariable %9003 TaskPayloadWorkgroupEXT\n");  // ids above the module's: no clash
