@@ -87,12 +87,7 @@ class ScopedUnlink {
 // features. Its members start at a value no implementation writes (a VkBool32 is 0 or 1).
 // Where the app's version and extensions allow no features query, the list decides.
 bool ImplementedBelow(const InstanceData& instance, VkPhysicalDevice physicalDevice) {
-  const InstanceDispatch& d = instance.dispatch;
-  // As for properties (review of 2026-12-07): the core command from 1.1, else the KHR one
-  // where the app enabled its extension (then GetPhysicalDeviceProperties2 was loaded).
-  const PFN_vkGetPhysicalDeviceFeatures2 query = instance.apiVersion >= VK_API_VERSION_1_1 ? d.GetPhysicalDeviceFeatures2
-                                                 : d.GetPhysicalDeviceProperties2            ? d.GetPhysicalDeviceFeatures2KHR
-                                                                                             : nullptr;
+  const PFN_vkGetPhysicalDeviceFeatures2 query = instance.dispatch.LayerFeatures2;
   if (!query) return true;
   constexpr VkBool32 kUntouched = 0x7ea7u;
   VkPhysicalDeviceCooperativeMatrixMaintenance1FeaturesEXT features{
@@ -202,10 +197,15 @@ void FinishInstance(const VkInstanceCreateInfo* pCreateInfo, PFN_vkGetInstancePr
   Load(*data, d.EnumerateDeviceExtensionProperties, "vkEnumerateDeviceExtensionProperties");
   Load(*data, d.GetPhysicalDeviceProperties, "vkGetPhysicalDeviceProperties");
   // The loader resolves the core name on any instance; a 1.0 app may not call it.
-  if (data->apiVersion >= VK_API_VERSION_1_1) Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2");
-  else if (properties2Extension) Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2KHR");
   Load(*data, d.GetPhysicalDeviceFeatures2, "vkGetPhysicalDeviceFeatures2");
   Load(*data, d.GetPhysicalDeviceFeatures2KHR, "vkGetPhysicalDeviceFeatures2KHR");
+  if (data->apiVersion >= VK_API_VERSION_1_1) {
+    Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2");
+    d.LayerFeatures2 = d.GetPhysicalDeviceFeatures2;
+  } else if (properties2Extension) {
+    Load(*data, d.GetPhysicalDeviceProperties2, "vkGetPhysicalDeviceProperties2KHR");
+    d.LayerFeatures2 = d.GetPhysicalDeviceFeatures2KHR;
+  }
   Load(*data, d.GetPhysicalDeviceCooperativeMatrixPropertiesKHR, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR");
   Load(*data, d.CreateDebugUtilsMessengerEXT, "vkCreateDebugUtilsMessengerEXT");
   Load(*data, d.DestroyDebugUtilsMessengerEXT, "vkDestroyDebugUtilsMessengerEXT");

@@ -38,6 +38,9 @@ struct InstanceDispatch {
   // enabled VK_KHR_get_physical_device_properties2, else null: the layer calls nothing the
   // app could not (review of 2026-12-07).
   PFN_vkGetPhysicalDeviceProperties2 GetPhysicalDeviceProperties2 = nullptr;
+  // The same choice for the layer's own features queries.
+  PFN_vkGetPhysicalDeviceFeatures2 LayerFeatures2 = nullptr;
+  // The next layer's, for the app's calls.
   PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2 = nullptr;
   PFN_vkGetPhysicalDeviceFeatures2 GetPhysicalDeviceFeatures2KHR = nullptr;
   PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR GetPhysicalDeviceCooperativeMatrixPropertiesKHR = nullptr;
