@@ -505,20 +505,23 @@ ParseResult ParseLayouts(std::string_view text) {
       result.layouts.clear();
       return result;
     }
-    // One layout per key: the lowering takes the first, so a second, different one would
-    // be silently ignored or win by line order (review of 2026-12-07). A repeat is dropped.
-    const auto same = std::find_if(result.layouts.begin(), result.layouts.end(),
-                                   [&](const LinearLayout& earlier) { return earlier.key == l.key; });
-    if (same != result.layouts.end()) {
-      if (*same == l) continue;
+    // A second, different layout for a key would be silently ignored or win by line order
+    // (review of 2026-12-07).
+    if (AddDistinctLayout(result.layouts, l)) {
       result.error = "line " + std::to_string(lineNumber) + ": a second, different layout for " + ToString(l.key);
       result.layouts.clear();
       return result;
     }
-    result.layouts.push_back(std::move(l));
   }
   result.ok = true;
   return result;
+}
+
+std::optional<size_t> AddDistinctLayout(std::vector<LinearLayout>& layouts, const LinearLayout& layout) {
+  const auto same = std::find_if(layouts.begin(), layouts.end(), [&](const LinearLayout& l) { return l.key == layout.key; });
+  if (same == layouts.end()) layouts.push_back(layout);
+  else if (!(*same == layout)) return static_cast<size_t>(same - layouts.begin());
+  return std::nullopt;
 }
 
 ParseResult ReadLayouts(const std::string& path) {

@@ -574,9 +574,9 @@ void Scratch::Finalize() {
         context_.dependsOnSubgroupSize = true;
       } else {
         // Says whether the module alone is already over the limit (then no lowering fits).
+        const uint32_t sliceCount = *total / std::max<uint32_t>(*t.ConstantValue(words), 1);
         throw LowerError{"the lowering needs " + std::to_string(ours) + " bytes of Workgroup scratch (" +
-                             std::to_string(*total / std::max<uint32_t>(*t.ConstantValue(words), 1)) +
-                             (*total / std::max<uint32_t>(*t.ConstantValue(words), 1) == 1 ? " subgroup slice of " : " subgroup slices of ") +
+                             std::to_string(sliceCount) + (sliceCount == 1 ? " subgroup slice of " : " subgroup slices of ") +
                              std::to_string(*t.ConstantValue(words) * 4) + " bytes, at subgroup size " +
                              std::to_string(minSubgroup) + ") on top of the module's own " + std::to_string(own) +
                              " bytes, more than the " + std::to_string(limit) + " bytes of shared memory the device allows" +

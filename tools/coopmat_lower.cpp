@@ -95,56 +95,45 @@ bool ReadWhole(const std::string& path, std::string& contents, std::string& prob
 // over the path only once all are written, so a failed write (a full disk, a missing
 // folder) leaves every old file as it was, not truncated or half replaced.
 bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& files, std::string& problem) {
-  std::vector<std::filesystem::path> written;
-  auto discard = [&] {
+  // Per file, the temporary file written beside it; empty for a device or pipe (/dev/null,
+  // /dev/stdout), which is written as it is, with no rename.
+  std::vector<std::filesystem::path> temporaries(files.size());
+  auto fail = [&](std::string why) {
+    problem = std::move(why);
     std::error_code ignored;
-    for (const std::filesystem::path& temporary : written) std::filesystem::remove(temporary, ignored);
+    for (const std::filesystem::path& temporary : temporaries)
+      if (!temporary.empty()) std::filesystem::remove(temporary, ignored);
+    return false;
   };
-  std::vector<bool> direct;  // a device or pipe (/dev/null, /dev/stdout): written as it is, no rename
-  for (const auto& [path, data] : files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto& [path, data] = files[i];
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
-    if (std::filesystem::is_directory(status)) {
-      problem = "cannot write " + path + ": it is a folder";
-      discard();
-      return false;
-    }
-    direct.push_back(std::filesystem::exists(status) && !std::filesystem::is_regular_file(status));
-    std::filesystem::path temporary(path);
-    if (!direct.back()) temporary += ".coopmat-lower-partial";
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      problem = "cannot write " + path + ": " + std::strerror(errno);
-      discard();
-      return false;
-    }
-    if (!direct.back()) written.push_back(temporary);
+    if (std::filesystem::is_directory(status)) return fail("cannot write " + path + ": it is a folder");
+    const bool direct = std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
+    std::filesystem::path target(path);
+    if (!direct) target += ".coopmat-lower-partial";
+    std::ofstream out(target, std::ios::binary | std::ios::trunc);
+    if (!out) return fail("cannot write " + path + ": " + std::strerror(errno));
+    if (!direct) temporaries[i] = target;
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     out.close();
-    if (!out) {
-      problem = "cannot write " + path + " (" + std::to_string(data.size()) + " bytes)";
-      discard();
-      return false;
-    }
+    if (!out) return fail("cannot write " + path + " (" + std::to_string(data.size()) + " bytes)");
   }
-  for (size_t i = 0, renamed = 0; i < files.size(); ++i) {
-    if (direct[i]) continue;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (temporaries[i].empty()) continue;
     const std::filesystem::path target(files[i].first);
-    const std::filesystem::path& temporary = written[renamed++];
     std::error_code ec;
-    std::filesystem::rename(temporary, target, ec);
+    std::filesystem::rename(temporaries[i], target, ec);
 #ifdef _WIN32
     if (ec) {  // a runtime whose rename does not replace an existing file
       std::error_code again;
       std::filesystem::remove(target, again);
-      std::filesystem::rename(temporary, target, ec);
+      std::filesystem::rename(temporaries[i], target, ec);
     }
 #endif
-    if (ec) {
-      problem = "cannot write " + files[i].first + ": " + ec.message();
-      discard();
-      return false;
-    }
+    if (ec) return fail("cannot write " + files[i].first + ": " + ec.message());
+    temporaries[i].clear();  // in place: nothing left to remove
   }
   return true;
 }
@@ -192,15 +181,12 @@ bool SubgroupSize(uint32_t size) { return size >= 1 && size <= 128 && (size & (s
 bool AddLayouts(const std::vector<coopmat::LinearLayout>& layouts, const std::string& source,
                 std::vector<coopmat::LinearLayout>& into, std::vector<std::string>& sources, std::string& problem) {
   for (const coopmat::LinearLayout& layout : layouts) {
-    const auto same = std::find_if(into.begin(), into.end(), [&](const coopmat::LinearLayout& l) { return l.key == layout.key; });
-    if (same == into.end()) {
-      into.push_back(layout);
-      sources.push_back(source);
-    } else if (!(*same == layout)) {
+    if (const std::optional<size_t> first = coopmat::AddDistinctLayout(into, layout)) {
       problem = source + ": a second, different layout for " + coopmat::ToString(layout.key) + " (the first from " +
-                sources[static_cast<size_t>(same - into.begin())] + ")";
+                sources[*first] + ")";
       return false;
     }
+    sources.resize(into.size(), source);
   }
   return true;
 }
@@ -398,10 +384,11 @@ int LowerCommand(const std::vector<std::string>& argv) {
     // Each value as the constant's own type reads it (Vulkan reads as many bytes as it is wide).
     const coopmat::ScanResult scanned = coopmat::ScanModule(words);
     if (!scanned.ok) return Error(input + ": " + scanned.error);
+    const std::map<uint32_t, coopmat::SpecConstantType> types = coopmat::SpecConstantTypes(words);
     options.specialization.emplace();
     for (const auto& [id, text] : specialize) {
-      const auto type = scanned.specIdTypes.find(id);
-      if (type == scanned.specIdTypes.end()) {
+      const auto type = types.find(id);
+      if (type == types.end()) {
         // Vulkan lets a stage's specialization name SpecIds its module lacks (the layer's
         // .specialization.txt lists all the app gave); a typo should not pass unsaid.
         if (scanned.specIdsComplete)

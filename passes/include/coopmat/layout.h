@@ -187,6 +187,10 @@ struct ParseResult {
 // Reads any number of lines; blank lines and lines starting with '#' are
 // skipped. Every layout must pass ValidateLayout.
 ParseResult ParseLayouts(std::string_view text);
+// One layout per key, as the lowering takes the first: adds `layout` to `layouts` unless an
+// equal one is there (a repeat is dropped). Where a different layout has its key, adds
+// nothing and returns that one's index.
+std::optional<size_t> AddDistinctLayout(std::vector<LinearLayout>& layouts, const LinearLayout& layout);
 // ParseLayouts of a file; error "cannot be read" where it cannot be opened or is a folder.
 ParseResult ReadLayouts(const std::string& path);
 

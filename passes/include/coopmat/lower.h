@@ -47,12 +47,15 @@ struct ScanResult {
   // specIdsComplete (no decoration group, which could carry more).
   std::vector<uint32_t> specIds;
   bool specIdsComplete = true;
-  // The type of each SpecId's scalar constant (OpSpecConstant, OpSpecConstantTrue/False).
-  std::map<uint32_t, SpecConstantType> specIdTypes;
 };
 
 // Reads the header and the sections before the first function. Bounds-checked.
 ScanResult ScanModule(std::span<const uint32_t> words);
+
+// The type of each SpecId's scalar constant (OpSpecConstant, OpSpecConstantTrue/False), read
+// as ScanModule reads (none where it cannot): what a value given for the SpecId must fit.
+// Apart from ScanModule, which the layer runs on every module, as only tools need it.
+std::map<uint32_t, SpecConstantType> SpecConstantTypes(std::span<const uint32_t> words);
 
 // One subgroup-scope cooperative matrix type the driver accepts.
 struct SupportedMatrixType {
