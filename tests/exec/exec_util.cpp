@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "ieee_float.h"
+#include "settings_line.h"
 #include "coopmat/lower.h"
 #include "ir.h"
 #include "type_manager.h"
@@ -294,27 +295,6 @@ std::string VirtualDeviceLacks(const cmtest::ComputeJob& job) {
 
 constexpr const char* kVirtualLayer = "VK_LAYER_COOPMAT_TEST_virtual_device";
 
-// A setting's value in the layer's "settings: name=value name='text' ..." line; nullopt
-// where the line does not name it. A quoted value ends at a quote before the next name
-// or the end (paths may hold spaces).
-std::optional<std::string> LoggedSetting(const std::string& line, const std::string& name) {
-  const size_t at = line.find(" " + name + "=");
-  if (at == std::string::npos) return std::nullopt;
-  const size_t from = at + name.size() + 2;
-  if (from < line.size() && line[from] == '\'') {
-    for (size_t quote = line.find('\'', from + 1); quote != std::string::npos; quote = line.find('\'', quote + 1)) {
-      const size_t next = quote + 1;
-      const size_t equals = line.find('=', next);
-      const bool last = next == line.size();
-      const bool beforeName = next < line.size() && line[next] == ' ' && equals != std::string::npos &&
-                              line.find_first_not_of("abcdefghijklmnopqrstuvwxyz_", next + 1) == equals;
-      if (last || beforeName) return line.substr(from + 1, quote - from - 1);
-    }
-    return std::nullopt;
-  }
-  return line.substr(from, line.find(' ', from) - from);
-}
-
 // The settings Env asked for through VkLayerSettingsCreateInfoEXT that the layer does not
 // have: the environment and vk_layer_settings.txt take precedence over the API, so a
 // VK_COOPMAT_MAINTENANCE1_LOWERING=portable exported for an app would make the self-test's
@@ -329,7 +309,7 @@ std::string OverriddenSettings(const std::vector<std::pair<std::string, std::str
   std::string problems;
   for (const auto& [name, value] : asked) {
     if (name == "force_enable") continue;
-    const std::optional<std::string> logged = LoggedSetting(line, name);
+    const std::optional<std::string> logged = cmtest::LoggedSetting(line, name);
     if (logged && *logged == value) continue;
     std::string variable = "VK_COOPMAT_MAINTENANCE1_" + name;
     for (char& c : variable) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));

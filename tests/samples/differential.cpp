@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "half.h"
+#include "settings_line.h"
 #include "vulkan_app.h"
 
 namespace {
@@ -159,7 +160,7 @@ std::string LoweringProblem(const sample::Context& context, const std::string& l
   if (settings == messages.end())
     return "the layer logged no settings line: its log_level is set below info (VK_COOPMAT_MAINTENANCE1_LOG_LEVEL or "
            "vk_layer_settings.txt)";
-  if ((*settings + " ").find(" lowering=" + lowering + " ") == std::string::npos)
+  if (cmtest::LoggedSetting(settings->substr(9), "lowering") != lowering)
     return "the layer does not run lowering=" + lowering + " (" + *settings +
            "): VK_COOPMAT_MAINTENANCE1_LOWERING or vk_layer_settings.txt sets it";
   const bool layouts = std::any_of(messages.begin(), messages.end(), [](const std::string& m) { return m.rfind("layout: ", 0) == 0; });
