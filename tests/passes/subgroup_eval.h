@@ -6,6 +6,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <bit>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -48,6 +49,12 @@ class SubgroupEvaluator {
     }
     return values_[id];
   }
+  // What OpFunctionCall of a two-argument function computes (a CombineFunc), on
+  // the arguments' low bits; the result is cut to the return type's width.
+  void SetCall(std::function<uint32_t(uint32_t, uint32_t)> call) { call_ = std::move(call); }
+  // The element count of a cooperative matrix type, so that OpCompositeConstruct
+  // with one constituent fills the matrix with it, as SPIR-V defines.
+  void SetLength(uint32_t type, uint32_t length) { lengths_[type] = length; }
   // Opcodes seen, to let a test say which forms it covered.
   const std::map<spv::Op, size_t>& Seen() const { return seen_; }
 
@@ -128,7 +135,16 @@ class SubgroupEvaluator {
         if (from < 32 && (v >> (from - 1) & 1)) v |= ~Mask(from);
         return {v & Mask(width)};
       }
+      case spv::Op::OpFunctionCall: {
+        REQUIRE(call_);
+        REQUIRE(inst.operands.size() == 3);
+        return {call_(op(1).at(0), op(2).at(0)) & Mask(width)};
+      }
       case spv::Op::OpCompositeConstruct: {
+        if (auto it = lengths_.find(inst.typeId); it != lengths_.end()) {
+          REQUIRE(inst.operands.size() == 1);
+          return std::vector<uint32_t>(it->second, a());
+        }
         std::vector<uint32_t> v;
         for (size_t k = 0; k < inst.operands.size(); ++k) {
           const std::vector<uint32_t> part = op(k);
@@ -193,6 +209,15 @@ class SubgroupEvaluator {
   std::map<uint32_t, std::vector<Pointer>> pointers_;
   std::map<uint32_t, std::map<uint32_t, std::vector<uint32_t>>> memory_;  // variable -> lane -> components
   std::map<spv::Op, size_t> seen_;
+  std::function<uint32_t(uint32_t, uint32_t)> call_;
+  std::map<uint32_t, uint32_t> lengths_;
 };
+
+// A 16- or 8-bit float type with a non-IEEE encoding (bfloat16, fp8), added to the module.
+inline uint32_t EncodedFloatType(coopmat::ir::Module& m, coopmat::TypeManager& t, uint32_t width, spv::FPEncoding encoding) {
+  const uint32_t id = m.TakeId();
+  t.AddGlobal(coopmat::ir::Instruction(spv::Op::OpTypeFloat, 0, id, {width, static_cast<uint32_t>(encoding)}));
+  return id;
+}
 
 }  // namespace passtest

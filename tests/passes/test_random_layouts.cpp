@@ -14,11 +14,13 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 
 #include "coopmat/layout.h"
 #include "random_layout.h"
+#include "reduce_run.h"
 #include "register.h"
 #include "subgroup_eval.h"
 #include "test_support.h"
@@ -79,19 +81,14 @@ const char* Name(Element e) {
   }
   return "?";
 }
-uint32_t EncodedFloat(coopmat::ir::Module& m, coopmat::TypeManager& t, uint32_t width, spv::FPEncoding encoding) {
-  const uint32_t id = m.TakeId();
-  t.AddGlobal(coopmat::ir::Instruction(spv::Op::OpTypeFloat, 0, id, {width, static_cast<uint32_t>(encoding)}));
-  return id;
-}
 uint32_t TypeFor(coopmat::ir::Module& m, coopmat::TypeManager& t, Element e) {
   switch (e) {
     case Element::U32: return t.Uint();
     case Element::F16: return t.Float(16);
     case Element::U16: return t.Int(16, false);
     case Element::U8: return t.Int(8, false);
-    case Element::BF16: return EncodedFloat(m, t, 16, spv::FPEncoding::BFloat16KHR);
-    case Element::E4M3: return EncodedFloat(m, t, 8, spv::FPEncoding::Float8E4M3EXT);
+    case Element::BF16: return passtest::EncodedFloatType(m, t, 16, spv::FPEncoding::BFloat16KHR);
+    case Element::E4M3: return passtest::EncodedFloatType(m, t, 8, spv::FPEncoding::Float8E4M3EXT);
   }
   return 0;
 }
@@ -351,4 +348,71 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
   CHECK(dynamicDest > 0);
   CHECK(sharedWords > sharedConverted);
   CHECK(sharedConverted > 0);
+}
+
+// The register reduction's emitted code on random accumulator layouts (general
+// maps and replicated lanes, as a layouts file or the probe may give): each result
+// element holds the wrapping sum of its group, whatever the layouts of both sides.
+TEST_CASE("random layouts: register reductions give every result element its group's sum", "[register][random]") {
+  INFO("COOPMAT_RANDOM_LAYOUT_SEED=" << Seed());
+  std::mt19937 random(Seed() ^ 0x3);
+  const uint32_t componentTypes[] = {coopmat::kTypeF32, coopmat::kTypeF16, coopmat::kTypeU8, coopmat::kTypeBF16};
+  const uint32_t masks[] = {coopmat::kReduceRow, coopmat::kReduceColumn, coopmat::kReduceRow | coopmat::kReduceColumn, coopmat::kReduce2x2};
+  std::map<uint32_t, size_t> run;  // by mask
+  size_t attempts = 0, replicated = 0;
+  for (int n = 0; n < 600 / static_cast<int>(passtest::ExhaustiveStride()); ++n) {
+    const Shape s = RandomShape(random);
+    const uint32_t mask = masks[random() % std::size(masks)];
+    if (mask == coopmat::kReduce2x2 && (s.rows < 2 || s.cols < 2)) continue;
+    const uint32_t component = componentTypes[random() % std::size(componentTypes)];
+    const uint32_t width = passtest::ComponentBits(component), digits = width == 32 ? ~0u : (1u << width) - 1;
+    const LayoutKey sourceKey{component, coopmat::kUseAccumulator, s.rows, s.cols, s.subgroup};
+    const LinearLayout source = RandomLayout(random, sourceKey, s.replicaBits, random() % 4 != 0);
+    // The result's shape: Row keeps the rows, Column the columns (the other drawn), 2x2 halves both.
+    uint32_t rows = s.rows, cols = s.cols;
+    if (mask == coopmat::kReduceRow) cols = 1u << (random() % 6);
+    if (mask == coopmat::kReduceColumn) rows = 1u << (random() % 6);
+    if (mask == coopmat::kReduce2x2) rows /= 2, cols /= 2;
+    const uint32_t Ls = Log2(s.subgroup), bits = Log2(rows) + Log2(cols);
+    const uint32_t resultReplicas = (bits < Ls ? Ls - bits : 0) + static_cast<uint32_t>(random() % 2);
+    if (resultReplicas > Ls || bits + resultReplicas - Ls > 8) continue;
+    // A result of the source's own type has its layout.
+    const bool sameType = rows == s.rows && cols == s.cols;
+    const LinearLayout result = mask == (coopmat::kReduceRow | coopmat::kReduceColumn) || sameType
+                                    ? source
+                                    : RandomLayout(random, {component, coopmat::kUseAccumulator, rows, cols, s.subgroup}, resultReplicas,
+                                                   random() % 4 != 0);
+    ++attempts;
+    std::vector<std::vector<uint32_t>> element(s.rows, std::vector<uint32_t>(s.cols));
+    for (auto& row : element)
+      for (auto& x : row) x = random() & digits;
+    std::vector<std::vector<uint32_t>> input(s.subgroup, std::vector<uint32_t>(source.length));
+    for (uint32_t lane = 0; lane < s.subgroup; ++lane)
+      for (uint32_t e = 0; e < source.length; ++e) {
+        const Coord c = source.CoordinateOf(lane, e);
+        input[lane][e] = element[c.row][c.col];
+      }
+    INFO(coopmat::FormatLayout(source) << " mask " << mask << " -> " << coopmat::FormatLayout(result));
+    const auto out = passtest::RunReduce(source, result, mask, input);
+    if (!out) continue;
+    ++run[mask];
+    replicated += source.ReplicaLaneBits() != 0;
+    for (uint32_t lane = 0; lane < s.subgroup; ++lane) {
+      REQUIRE(out->out[lane].size() == result.length);
+      for (uint32_t e = 0; e < result.length; ++e) {
+        const Coord at = result.CoordinateOf(lane, e);
+        uint32_t sum = 0;
+        for (uint32_t r = 0; r < s.rows; ++r)
+          for (uint32_t c = 0; c < s.cols; ++c)
+            if (passtest::InGroup(mask, at, r, c)) sum += element[r][c];
+        INFO("lane " << lane << " element " << e << " at (" << at.row << ", " << at.col << ")");
+        REQUIRE(out->out[lane][e] == (sum & digits));
+      }
+    }
+  }
+  std::cout << "random layouts: " << attempts << " reductions, run in registers: " << run[coopmat::kReduceRow] << " row, "
+            << run[coopmat::kReduceColumn] << " column, " << run[coopmat::kReduceRow | coopmat::kReduceColumn] << " row|column, "
+            << run[coopmat::kReduce2x2] << " 2x2; " << replicated << " from replicated lanes\n";
+  for (uint32_t mask : masks) CHECK(run[mask] > 0);
+  CHECK(replicated > 0);
 }

@@ -1,7 +1,7 @@
 // The register path (LowerOptions::layouts): which operations take it, that its
 // output needs no Workgroup scratch and no barrier and validates, where it falls
-// back to the portable path, and CPU simulations of its plans (gathers for
-// conversions and reduction placement, reductions) on every built-in layout.
+// back to the portable path, CPU simulations of its conversion gathers, and its
+// reductions' emitted code run on every built-in layout.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
@@ -15,6 +15,7 @@
 #include "coopmat/lower.h"
 #include "register.h"
 #include "striped_layout.h"
+#include "reduce_run.h"
 #include "subgroup_eval.h"
 #include "test_support.h"
 
@@ -296,105 +297,10 @@ TEST_CASE("register path: conversion gathers move every element to its place on 
 
 namespace {
 
-// What the register reduction computes, step by step as LowerReduceInRegisters
-// emits it, with a wrapping sum as CombineFunc; returns out[lane][resultIndex].
-// shuffles counts the per-invocation shuffles (lane steps and placement rounds
-// that move data); scattered says whether the 2x2 reduce-scatter was planned.
-std::vector<std::vector<uint64_t>> SimulateReduce(const LinearLayout& source, const LinearLayout* result, uint32_t mask,
-                                                  const std::vector<std::vector<uint64_t>>& input, std::string& error,
-                                                  size_t* shuffles = nullptr, bool* scattered = nullptr) {
-  const uint32_t S = source.key.subgroupSize;
-  const coopmat::ReductionRecipe recipe = coopmat::RecipeForReduce(source, mask);
-  if (!recipe.mixed.empty()) {
-    error = "mixed steps";
-    return {};
-  }
-  std::vector<std::vector<uint64_t>> v = input;
-  // The schedule the lowering emits; the sums it produces are checked against a plain reference.
-  const std::vector<std::pair<uint32_t, uint32_t>> basis = coopmat::InRegisterReduceBasis(recipe.indexXors);
-  uint32_t pivots = 0;
-  for (const auto& [p, u] : basis) {
-    for (uint32_t lane = 0; lane < S; ++lane)
-      for (uint32_t e = 0; e < source.length; ++e)
-        if (!(e & pivots) && !(e >> p & 1)) v[lane][e] += v[lane][e ^ u];
-    pivots |= 1u << p;
-  }
-  auto rep = [&](uint32_t e) {
-    for (const auto& [p, u] : basis)
-      if (e >> p & 1) e ^= u;
-    return e;
-  };
-  size_t moves = 0;
-  auto countPlacement = [&](const coopmat::GatherPlan& plan) {
-    if (plan.NeedsShuffle()) moves += plan.destLength;
-    if (shuffles) *shuffles = moves;
-  };
-  if (scattered) *scattered = false;
-  if (mask == coopmat::kReduce2x2) {
-    std::vector<BitImage> targets;
-    for (const auto& i : result->laneBits) targets.push_back({i.rowMask << 1, i.colMask << 1});
-    for (const auto& i : result->indexBits) targets.push_back({i.rowMask << 1, i.colMask << 1});
-    const uint32_t keptRows = (source.key.rows - 1) & ~1u, keptCols = (source.key.cols - 1) & ~1u;
-    if (auto planned = coopmat::PlanReduceScatter(source, recipe, keptRows, keptCols, *result, targets)) {
-      if (scattered) *scattered = true;
-      const auto& [sc, gather] = *planned;
-      uint32_t dropped = 0;
-      for (size_t k = 0; k < sc.laneBit.size(); ++k) {
-        const uint32_t x = 1u << sc.laneBit[k], bit = 1u << sc.indexBit[k];
-        auto before = v;
-        for (uint32_t e = 0; e < source.length; ++e) {
-          if ((e & pivots) || (e & (dropped | bit))) continue;
-          ++moves;
-          for (uint32_t lane = 0; lane < S; ++lane) {
-            const bool high = (lane & x) != 0;
-            const uint64_t keep = high ? before[lane][e | bit] : before[lane][e];
-            // The partner (the other parity) sends the half this lane keeps.
-            const uint64_t sent = high ? before[lane ^ x][e | bit] : before[lane ^ x][e];
-            v[lane][e] = keep + sent;
-          }
-        }
-        dropped |= bit;
-      }
-      countPlacement(gather);
-      return RunGather<uint64_t>(gather, S, [&](uint32_t l, uint32_t i) { return v[l][rep(sc.Expand(i))]; }, error);
-    }
-  }
-  for (uint32_t x : recipe.laneXors) {
-    for (uint32_t e = 0; e < source.length; ++e)
-      if (!(e & pivots)) ++moves;
-    auto before = v;
-    for (uint32_t lane = 0; lane < S; ++lane)
-      for (uint32_t e = 0; e < source.length; ++e)
-        if (!(e & pivots)) v[lane][e] = before[lane][e] + before[lane ^ x][e];
-  }
-  if (mask == (coopmat::kReduceRow | coopmat::kReduceColumn)) {
-    std::vector<std::vector<uint64_t>> out(S, std::vector<uint64_t>(1));
-    for (uint32_t lane = 0; lane < S; ++lane) out[lane][0] = v[lane][0];
-    return out;
-  }
-  std::vector<BitImage> targets;
-  auto target = [&](const BitImage& i) {
-    if (mask == coopmat::kReduceRow) return BitImage{i.rowMask, 0};
-    if (mask == coopmat::kReduceColumn) return BitImage{0, i.colMask};
-    return BitImage{i.rowMask << 1, i.colMask << 1};
-  };
-  for (const auto& i : result->laneBits) targets.push_back(target(i));
-  for (const auto& i : result->indexBits) targets.push_back(target(i));
-  uint32_t keptRows = source.key.rows - 1, keptCols = source.key.cols - 1;
-  if (mask == coopmat::kReduceRow) keptCols = 0;
-  if (mask == coopmat::kReduceColumn) keptRows = 0;
-  if (mask == coopmat::kReduce2x2) keptRows &= ~1u, keptCols &= ~1u;
-  const auto plan = coopmat::PlanGather(source, keptRows, keptCols, recipe.indexXors, *result, targets);
-  if (!plan) {
-    error = "no placement plan";
-    return {};
-  }
-  countPlacement(*plan);
-  return RunGather<uint64_t>(*plan, S, [&](uint32_t l, uint32_t i) { return v[l][rep(i)]; }, error);
-}
-
 }  // namespace
 
+// The emitted code of every register reduction, run on every lane: each result
+// element holds the wrapping sum of its group of source elements.
 TEST_CASE("register path: reductions combine each group once and place it on every built-in accumulator layout", "[register]") {
   const auto [family, size] = GENERATE(std::pair{coopmat::DriverFamily::Lavapipe, 8u}, std::pair{coopmat::DriverFamily::RadvGfx11, 32u},
                                        std::pair{coopmat::DriverFamily::RadvGfx11, 64u}, std::pair{coopmat::DriverFamily::RadvGfx12, 32u},
@@ -402,60 +308,64 @@ TEST_CASE("register path: reductions combine each group once and place it on eve
   INFO(coopmat::ToString(family) << " subgroup " << size);
   std::vector<LinearLayout> accs;
   for (const auto& l : Builtin(family, size))
-    if (l.key.use == coopmat::kUseAccumulator && l.key.componentType == coopmat::kTypeF32) accs.push_back(l);
+    if (l.key.use == coopmat::kUseAccumulator) accs.push_back(l);
   REQUIRE(!accs.empty());
-  std::mt19937_64 random(7);
-  size_t checked = 0;
+  std::mt19937 random(7);
+  size_t checked = 0, scattered = 0;
+  std::set<uint32_t> componentTypes;
   for (const auto& source : accs) {
-    std::vector<std::vector<uint64_t>> element(source.key.rows, std::vector<uint64_t>(source.key.cols));
+    if (source.key.componentType == coopmat::kTypeF64) continue;  // the layer lowers no 64-bit matrix
+    const uint32_t width = passtest::ComponentBits(source.key.componentType);
+    const uint32_t digits = width == 32 ? ~0u : (1u << width) - 1;
+    std::vector<std::vector<uint32_t>> element(source.key.rows, std::vector<uint32_t>(source.key.cols));
     for (auto& row : element)
-      for (auto& x : row) x = random();
-    std::vector<std::vector<uint64_t>> input(size, std::vector<uint64_t>(source.length));
+      for (auto& x : row) x = random() & digits;
+    std::vector<std::vector<uint32_t>> input(size, std::vector<uint32_t>(source.length));
     for (uint32_t lane = 0; lane < size; ++lane)
       for (uint32_t e = 0; e < source.length; ++e) {
         const auto c = source.CoordinateOf(lane, e);
         input[lane][e] = element[c.row][c.col];
       }
-    // Reference: the sum of the group of source element (r, c).
-    auto reference = [&](uint32_t mask, uint32_t r, uint32_t c) {
-      uint64_t sum = 0;
-      for (uint32_t i = 0; i < source.key.rows; ++i)
-        for (uint32_t j = 0; j < source.key.cols; ++j) {
-          const bool in = mask == coopmat::kReduceRow ? i == r : mask == coopmat::kReduceColumn ? j == c
-                          : mask == coopmat::kReduce2x2 ? (i >> 1 == r && j >> 1 == c) : true;
-          if (in) sum += element[i][j];
-        }
-      return sum;
-    };
-    for (uint32_t mask : {coopmat::kReduceRow, coopmat::kReduceColumn, coopmat::kReduceRow | coopmat::kReduceColumn, coopmat::kReduce2x2}) {
-      std::vector<const LinearLayout*> results;
-      for (const auto& r : accs) {
-        const bool fits = mask == coopmat::kReduceRow    ? r.key.rows == source.key.rows
-                          : mask == coopmat::kReduceColumn ? r.key.cols == source.key.cols
-                          : mask == coopmat::kReduce2x2    ? r.key.rows * 2 == source.key.rows && r.key.cols * 2 == source.key.cols
-                                                           : &r == &source;
-        if (fits) results.push_back(&r);
-      }
-      for (const LinearLayout* result : results) {
-        INFO(coopmat::ToString(source.key) << " mask " << mask << " -> " << coopmat::ToString(result->key));
-        std::string error;
-        const auto out = SimulateReduce(source, result, mask, input, error);
-        INFO(error);
-        REQUIRE(error.empty());
+    for (uint32_t mask : {coopmat::kReduceRow, coopmat::kReduceColumn, coopmat::kReduceRow | coopmat::kReduceColumn, coopmat::kReduce2x2})
+      for (const auto& result : accs) {
+        if (result.key.componentType != source.key.componentType) continue;
+        const bool fits = mask == coopmat::kReduceRow    ? result.key.rows == source.key.rows
+                          : mask == coopmat::kReduceColumn ? result.key.cols == source.key.cols
+                          : mask == coopmat::kReduce2x2    ? result.key.rows * 2 == source.key.rows && result.key.cols * 2 == source.key.cols
+                                                           : &result == &source;
+        if (!fits) continue;
+        INFO(coopmat::ToString(source.key) << " mask " << mask << " -> " << coopmat::ToString(result.key));
+        const auto run = passtest::RunReduce(source, result, mask, input);
+        REQUIRE(run);  // every built-in accumulator layout reduces in registers
         ++checked;
-        for (uint32_t lane = 0; lane < size; ++lane)
-          for (uint32_t e = 0; e < out[lane].size(); ++e) {
-            const auto c = result->CoordinateOf(lane, e);
-            INFO("lane " << lane << " element " << e);
-            if (mask == (coopmat::kReduceRow | coopmat::kReduceColumn)) REQUIRE(out[lane][e] == reference(mask, 0, 0));
-            else if (mask == coopmat::kReduceRow) REQUIRE(out[lane][e] == reference(mask, c.row, 0));
-            else if (mask == coopmat::kReduceColumn) REQUIRE(out[lane][e] == reference(mask, 0, c.col));
-            else REQUIRE(out[lane][e] == reference(mask, c.row, c.col));
+        componentTypes.insert(source.key.componentType);
+        if (mask == coopmat::kReduce2x2) {
+          const auto recipe = coopmat::RecipeForReduce(source, mask);
+          std::vector<coopmat::BitImage> targets;
+          for (const auto& i : result.laneBits) targets.push_back({i.rowMask << 1, i.colMask << 1});
+          for (const auto& i : result.indexBits) targets.push_back({i.rowMask << 1, i.colMask << 1});
+          scattered += coopmat::PlanReduceScatter(source, recipe, (source.key.rows - 1) & ~1u, (source.key.cols - 1) & ~1u, result,
+                                                  targets)
+                           .has_value();
+        }
+        for (uint32_t lane = 0; lane < size; ++lane) {
+          REQUIRE(run->out[lane].size() == result.length);
+          for (uint32_t e = 0; e < result.length; ++e) {
+            const auto at = result.CoordinateOf(lane, e);
+            uint32_t sum = 0;
+            for (uint32_t r = 0; r < source.key.rows; ++r)
+              for (uint32_t c = 0; c < source.key.cols; ++c)
+                if (passtest::InGroup(mask, at, r, c)) sum += element[r][c];
+            INFO("lane " << lane << " element " << e << " at (" << at.row << ", " << at.col << ")");
+            REQUIRE(run->out[lane][e] == (sum & digits));
           }
+        }
       }
-    }
   }
   CHECK(checked > 0);
+  // Every family has a 2x2 that scatters, and a 16-bit accumulator (two values a shuffle).
+  CHECK(scattered > 0);
+  if (family != coopmat::DriverFamily::CdnaMfma) CHECK(componentTypes.count(coopmat::kTypeF16));
 }
 
 TEST_CASE("register path: the 2x2 reduce on lavapipe scatters instead of all-reducing and placing", "[register]") {
@@ -472,28 +382,24 @@ TEST_CASE("register path: the 2x2 reduce on lavapipe scatters instead of all-red
   }
   REQUIRE(source);
   REQUIRE(result);
-  std::mt19937_64 random(11);
-  std::vector<std::vector<uint64_t>> input(8, std::vector<uint64_t>(source->length));
+  std::mt19937 random(11);
+  std::vector<std::vector<uint32_t>> input(8, std::vector<uint32_t>(source->length));
   for (auto& lane : input)
     for (auto& x : lane) x = random();
-  std::string error;
-  size_t shuffles = 0;
-  bool scattered = false;
-  const auto out = SimulateReduce(*source, result, coopmat::kReduce2x2, input, error, &shuffles, &scattered);
-  REQUIRE(error.empty());
-  CHECK(scattered);
-  CHECK(shuffles == expected);
+  const auto run = passtest::RunReduce(*source, *result, coopmat::kReduce2x2, input);
+  REQUIRE(run);
+  CHECK(run->shuffles == expected);
   // Each result is its 2x2 group's sum.
   for (uint32_t lane = 0; lane < 8; ++lane)
     for (uint32_t e = 0; e < result->length; ++e) {
       const auto c = result->CoordinateOf(lane, e);
-      uint64_t sum = 0;
+      uint32_t sum = 0;
       for (uint32_t l = 0; l < 8; ++l)
         for (uint32_t i = 0; i < source->length; ++i) {
           const auto s = source->CoordinateOf(l, i);
           if (s.row >> 1 == c.row && s.col >> 1 == c.col) sum += input[l][i];
         }
-      REQUIRE(out[lane][e] == sum);
+      REQUIRE(run->out[lane][e] == sum);
     }
 }
 

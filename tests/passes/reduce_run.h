@@ -1,0 +1,101 @@
+// Runs the register path's emitted reduction code on a simulated subgroup
+// (SubgroupEvaluator), for the unit tests of built-in and random layouts.
+#pragma once
+
+#include <optional>
+
+#include "coopmat/layout.h"
+#include "lowering.h"
+#include "subgroup_eval.h"
+
+namespace passtest {
+
+// The SPIR-V type of a layout's component type, for a matrix the evaluator runs.
+inline uint32_t ComponentType(coopmat::ir::Module& m, coopmat::TypeManager& t, uint32_t vkType) {
+  switch (vkType) {
+    case coopmat::kTypeF16: return t.Float(16);
+    case coopmat::kTypeF32: return t.Float(32);
+    case coopmat::kTypeBF16: return passtest::EncodedFloatType(m, t, 16, spv::FPEncoding::BFloat16KHR);
+    case coopmat::kTypeE4M3: return passtest::EncodedFloatType(m, t, 8, spv::FPEncoding::Float8E4M3EXT);
+    case coopmat::kTypeS8: return t.Int(8, true);
+    case coopmat::kTypeU8: return t.Int(8, false);
+    case coopmat::kTypeS16: return t.Int(16, true);
+    case coopmat::kTypeU16: return t.Int(16, false);
+    case coopmat::kTypeS32: return t.Int(32, true);
+    case coopmat::kTypeU32: return t.Uint();
+  }
+  FAIL("component type " << vkType);
+  return 0;
+}
+
+inline uint32_t ComponentBits(uint32_t vkType) {
+  switch (vkType) {
+    case coopmat::kTypeE4M3:
+    case coopmat::kTypeS8:
+    case coopmat::kTypeU8: return 8;
+    case coopmat::kTypeF16:
+    case coopmat::kTypeBF16:
+    case coopmat::kTypeS16:
+    case coopmat::kTypeU16: return 16;
+  }
+  return 32;
+}
+
+struct ReduceRun {
+  std::vector<std::vector<uint32_t>> out;  // [lane][result element]
+  size_t shuffles = 0;                     // per invocation, as emitted
+};
+
+// Emits OpCooperativeMatrixReduceEXT of `input` ([lane][source element]) with
+// LowerReduceInRegisters and runs the code on every lane, with a wrapping sum of
+// the component's bits as CombineFunc. None where the register path has no plan.
+inline std::optional<ReduceRun> RunReduce(const coopmat::LinearLayout& source, const coopmat::LinearLayout& result, uint32_t mask,
+                                   const std::vector<std::vector<uint32_t>>& input) {
+  const uint32_t size = source.key.subgroupSize;
+  EmitFixture f;
+  f.options.layouts = {source, result};
+  f.context.subgroupSizes = {size};
+  for (auto capability : {spv::Capability::Float16, spv::Capability::Int16, spv::Capability::Int8}) f.module.RequireCapability(capability);
+  coopmat::TypeManager& t = f.types;
+  coopmat::FunctionState fs{f.function};
+  fs.lane = f.module.TakeId();
+  coopmat::Builder b(f.context, f.function, 0, 1);
+  const uint32_t component = ComponentType(f.module, t, source.key.componentType);
+  auto matrix = [&](const coopmat::LinearLayout& l) {
+    return t.CoopMat(component, b.U(static_cast<uint32_t>(spv::Scope::Subgroup)), b.U(l.key.rows), b.U(l.key.cols), b.U(l.key.use));
+  };
+  const uint32_t sourceType = matrix(source), resultType = matrix(result);
+  const uint32_t combine = f.module.TakeId();
+  f.context.functionTypes[combine] = t.FunctionType(component, {component, component});
+  const uint32_t value = f.module.TakeId();
+  t.SetTypeOf(value, sourceType);
+  const coopmat::ir::Instruction reduce(spv::Op::OpCooperativeMatrixReduceEXT, resultType, f.module.TakeId(), {value, mask, combine});
+  t.SetTypeOf(reduce.resultId, resultType);
+  if (!coopmat::CanLowerReduceInRegisters(f.context, reduce)) return std::nullopt;
+  coopmat::LowerReduceInRegisters(b, fs, reduce);
+
+  SubgroupEvaluator eval(t, size);
+  std::vector<std::vector<uint32_t>> lanes(size);
+  for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
+  eval.Set(fs.lane, lanes);
+  eval.Set(value, input);
+  eval.SetCall([](uint32_t x, uint32_t y) { return x + y; });
+  eval.SetLength(resultType, result.length);
+  eval.Run(f.Emitted());
+  ReduceRun run;
+  run.out = eval.Get(reduce.resultId);
+  for (const coopmat::ir::Instruction& i : f.Emitted())
+    run.shuffles += i.opcode == spv::Op::OpGroupNonUniformShuffle || i.opcode == spv::Op::OpGroupNonUniformShuffleXor;
+  return run;
+}
+
+// Row, Column, Row|Column or 2x2 group of source element (r, c) holding result coordinate `at`.
+inline bool InGroup(uint32_t mask, coopmat::Coord at, uint32_t r, uint32_t c) {
+  if (mask == coopmat::kReduceRow) return r == at.row;
+  if (mask == coopmat::kReduceColumn) return c == at.col;
+  if (mask == coopmat::kReduce2x2) return r >> 1 == at.row && c >> 1 == at.col;
+  return true;
+}
+
+
+}  // namespace passtest
