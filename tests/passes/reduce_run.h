@@ -49,11 +49,13 @@ struct ReduceRun {
 // Emits OpCooperativeMatrixReduceEXT of `input` ([lane][source element]) with
 // LowerReduceInRegisters and runs the code on every lane, with a wrapping sum of
 // the component's bits as CombineFunc. None where the register path has no plan.
+// extendedTypes: the device shuffles 16-bit values itself (shaderSubgroupExtendedTypes).
 inline std::optional<ReduceRun> RunReduce(const coopmat::LinearLayout& source, const coopmat::LinearLayout& result, uint32_t mask,
-                                   const std::vector<std::vector<uint32_t>>& input) {
+                                   const std::vector<std::vector<uint32_t>>& input, bool extendedTypes = false) {
   const uint32_t size = source.key.subgroupSize;
   EmitFixture f;
   f.options.layouts = {source, result};
+  f.options.subgroupExtendedTypes = extendedTypes;
   f.context.subgroupSizes = {size};
   for (auto capability : {spv::Capability::Float16, spv::Capability::Int16, spv::Capability::Int8}) f.module.RequireCapability(capability);
   coopmat::TypeManager& t = f.types;

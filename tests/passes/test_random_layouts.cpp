@@ -107,10 +107,13 @@ uint32_t Bits(Element e) {
 // tags fit 8-bit elements. `convert`: with a per-value conversion after the move (an
 // OpCopyObject), which keeps the 16-bit shared-word gather from storing words.
 // Returns whether the gather moved 16-bit values two per shuffle.
+// `extendedTypes`: the device shuffles 16-bit values itself (shaderSubgroupExtendedTypes);
+// `narrowShuffles` counts the shuffles of 16-bit values emitted.
 bool CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const LinearLayout& to, bool transpose, Element element,
-               bool convert = false) {
+               bool convert = false, bool extendedTypes = false, size_t* narrowShuffles = nullptr) {
   const uint32_t size = from.key.subgroupSize;
   EmitFixture f;
+  f.options.subgroupExtendedTypes = extendedTypes;
   coopmat::TypeManager& types = f.types;
   coopmat::FunctionState fs{f.function};
   fs.lane = f.module.TakeId();
@@ -126,6 +129,9 @@ bool CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const 
   if (convert) after = [&](uint32_t v) { return b.Emit(spv::Op::OpCopyObject, valueType, {v}); };
   const uint32_t result = coopmat::EmitGather(b, fs, plan, [&](uint32_t i) { return sources.at(i); }, valueType, after,
                                               types.Vector(valueType, to.length), 0);
+  for (const auto& inst : f.Emitted())
+    if (narrowShuffles && (inst.opcode == spv::Op::OpGroupNonUniformShuffle || inst.opcode == spv::Op::OpGroupNonUniformShuffleXor))
+      *narrowShuffles += types.ScalarWidth(inst.typeId) == 16;
   std::vector<std::vector<uint32_t>> tag[2];  // [0]: source lane, [1]: source index
   for (int pass = 0; pass < 2; ++pass) {
     SubgroupEvaluator eval(types, size);
@@ -288,14 +294,15 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
   std::mt19937 random(Seed() ^ 0x2);
   const Element elements[] = {Element::U32, Element::F16, Element::U16, Element::U8, Element::BF16, Element::E4M3};
   size_t gathers = 0, exchanges = 0, attempts = 0, dynamicDest = 0, laneMaps = 0, sharedWords = 0, sharedConverted = 0;
+  size_t narrowShuffles = 0;  // 16-bit values shuffled as such (shaderSubgroupExtendedTypes)
   auto tryMove = [&](const LinearLayout& from, const LinearLayout& to, bool transpose) {
     ++attempts;
     const Element element = elements[random() % std::size(elements)];
     INFO(Name(element) << " " << coopmat::FormatLayout(from) << " -> " << coopmat::FormatLayout(to) << (transpose ? " transposed" : ""));
     EmitFixture context;
     if (auto plan = coopmat::PlanRegisterMove(context.context, &from, &to, transpose)) {
-      const bool convert = random() % 2 == 0;
-      if (CheckMove(*plan, from, to, transpose, element, convert)) {
+      const bool convert = random() % 2 == 0, extendedTypes = random() % 2 == 0;
+      if (CheckMove(*plan, from, to, transpose, element, convert, extendedTypes, &narrowShuffles)) {
         ++sharedWords;
         sharedConverted += convert;
       }
@@ -304,7 +311,7 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
       laneMaps += !plan->identityLanes;
     }
     if (auto plan = coopmat::PlanExchanges(&from, &to, transpose, Bits(element))) {
-      CheckMove(*plan, from, to, transpose, element, random() % 2 == 0);
+      CheckMove(*plan, from, to, transpose, element, random() % 2 == 0, random() % 2 == 0, &narrowShuffles);
       ++exchanges;
     }
   };
@@ -340,7 +347,8 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
   }
   std::cout << "random layouts: " << attempts << " moves, " << gathers << " gathers (" << laneMaps << " with a lane map, "
             << dynamicDest << " with dynamic destinations, " << sharedWords << " moving 16-bit values two per shuffle, "
-            << sharedConverted << " of them converting), " << exchanges << " exchange plans run\n";
+            << sharedConverted << " of them converting), " << exchanges << " exchange plans run, " << narrowShuffles
+            << " shuffles of 16-bit values\n";
   // Most random pairs have a one-shuffle-per-element plan; each form is exercised.
   CHECK(gathers > attempts / 2);
   CHECK(exchanges > 0);
@@ -348,6 +356,7 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
   CHECK(dynamicDest > 0);
   CHECK(sharedWords > sharedConverted);
   CHECK(sharedConverted > 0);
+  CHECK(narrowShuffles > 0);
 }
 
 // The register reduction's emitted code on random accumulator layouts (general
@@ -393,7 +402,9 @@ TEST_CASE("random layouts: register reductions give every result element its gro
         input[lane][e] = element[c.row][c.col];
       }
     INFO(coopmat::FormatLayout(source) << " mask " << mask << " -> " << coopmat::FormatLayout(result));
-    const auto out = passtest::RunReduce(source, result, mask, input);
+    const bool extendedTypes = random() % 2 == 0;
+    INFO("16-bit shuffles " << extendedTypes);
+    const auto out = passtest::RunReduce(source, result, mask, input, extendedTypes);
     if (!out) continue;
     ++run[mask];
     replicated += source.ReplicaLaneBits() != 0;

@@ -335,7 +335,10 @@ TEST_CASE("register path: reductions combine each group once and place it on eve
                                                            : &result == &source;
         if (!fits) continue;
         INFO(coopmat::ToString(source.key) << " mask " << mask << " -> " << coopmat::ToString(result.key));
-        const auto run = passtest::RunReduce(source, result, mask, input);
+        for (bool extendedTypes : {false, true}) {
+        if (extendedTypes && width != 16) continue;
+        INFO("16-bit shuffles " << extendedTypes);
+        const auto run = passtest::RunReduce(source, result, mask, input, extendedTypes);
         REQUIRE(run);  // every built-in accumulator layout reduces in registers
         ++checked;
         componentTypes.insert(source.key.componentType);
@@ -359,6 +362,7 @@ TEST_CASE("register path: reductions combine each group once and place it on eve
             INFO("lane " << lane << " element " << e << " at (" << at.row << ", " << at.col << ")");
             REQUIRE(run->out[lane][e] == (sum & digits));
           }
+        }
         }
       }
   }
