@@ -20,7 +20,7 @@
 
 #include "coopmat/layout.h"
 #include "random_layout.h"
-#include "reduce_run.h"
+#include "emitted_run.h"
 #include "register.h"
 #include "subgroup_eval.h"
 #include "test_support.h"
@@ -68,100 +68,7 @@ Shape RandomShape(std::mt19937& random) {
   }
 }
 
-// The element types the gathers move, with what the matrix type's component is.
-enum class Element { U32, F16, U16, U8, BF16, E4M3 };
-const char* Name(Element e) {
-  switch (e) {
-    case Element::U32: return "u32";
-    case Element::F16: return "f16";
-    case Element::U16: return "u16";
-    case Element::U8: return "u8";
-    case Element::BF16: return "bf16";
-    case Element::E4M3: return "e4m3";
-  }
-  return "?";
-}
-uint32_t TypeFor(coopmat::ir::Module& m, coopmat::TypeManager& t, Element e) {
-  switch (e) {
-    case Element::U32: return t.Uint();
-    case Element::F16: return t.Float(16);
-    case Element::U16: return t.Int(16, false);
-    case Element::U8: return t.Int(8, false);
-    case Element::BF16: return passtest::EncodedFloatType(m, t, 16, spv::FPEncoding::BFloat16KHR);
-    case Element::E4M3: return passtest::EncodedFloatType(m, t, 8, spv::FPEncoding::Float8E4M3EXT);
-  }
-  return 0;
-}
-uint32_t Bits(Element e) {
-  switch (e) {
-    case Element::U32: return 32;
-    case Element::U8:
-    case Element::E4M3: return 8;
-    default: return 16;
-  }
-}
 
-// Runs a gather or pair-exchange plan's emitted code on a subgroup and checks that
-// each destination element holds the source element of its (transposed) coordinate.
-// Values are tagged twice (once with their lane, once with their index) so that the
-// tags fit 8-bit elements. `convert`: with a per-value conversion after the move (an
-// OpCopyObject), which keeps the 16-bit shared-word gather from storing words.
-// Returns whether the gather moved 16-bit values two per shuffle.
-// `extendedTypes`: the device shuffles 16-bit values itself (shaderSubgroupExtendedTypes);
-// `narrowShuffles` counts the shuffles of 16-bit values emitted.
-bool CheckMove(const coopmat::GatherPlan& plan, const LinearLayout& from, const LinearLayout& to, bool transpose, Element element,
-               bool convert = false, bool extendedTypes = false, size_t* narrowShuffles = nullptr) {
-  const uint32_t size = from.key.subgroupSize;
-  EmitFixture f;
-  f.options.subgroupExtendedTypes = extendedTypes;
-  coopmat::TypeManager& types = f.types;
-  coopmat::FunctionState fs{f.function};
-  fs.lane = f.module.TakeId();
-  const uint32_t valueType = TypeFor(f.module, types, element);
-  std::vector<uint32_t> sources(from.length);
-  for (uint32_t& id : sources) {
-    id = f.module.TakeId();
-    types.SetTypeOf(id, valueType);
-  }
-  coopmat::Builder b(f.context, f.function, 0, 1);
-  const bool sharedWords = coopmat::GatherSharesWords(f.context, plan, valueType);
-  std::function<uint32_t(uint32_t)> after;
-  if (convert) after = [&](uint32_t v) { return b.Emit(spv::Op::OpCopyObject, valueType, {v}); };
-  const uint32_t result = coopmat::EmitGather(b, fs, plan, [&](uint32_t i) { return sources.at(i); }, valueType, after,
-                                              types.Vector(valueType, to.length), 0);
-  for (const auto& inst : f.Emitted())
-    if (narrowShuffles && (inst.opcode == spv::Op::OpGroupNonUniformShuffle || inst.opcode == spv::Op::OpGroupNonUniformShuffleXor))
-      *narrowShuffles += types.ScalarWidth(inst.typeId) == 16;
-  std::vector<std::vector<uint32_t>> tag[2];  // [0]: source lane, [1]: source index
-  for (int pass = 0; pass < 2; ++pass) {
-    SubgroupEvaluator eval(types, size);
-    std::vector<std::vector<uint32_t>> lanes(size);
-    for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
-    eval.Set(fs.lane, lanes);
-    for (uint32_t i = 0; i < from.length; ++i) {
-      std::vector<std::vector<uint32_t>> tagged(size);
-      for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {pass == 0 ? lane : i};
-      eval.Set(sources[i], tagged);
-    }
-    eval.Run(f.Emitted());
-    tag[pass] = eval.Get(result);
-  }
-  for (uint32_t lane = 0; lane < size; ++lane) {
-    REQUIRE(tag[0][lane].size() == to.length);
-    for (uint32_t e = 0; e < to.length; ++e) {
-      Coord want = to.CoordinateOf(lane, e);
-      if (transpose) std::swap(want.row, want.col);
-      const uint32_t sourceLane = tag[0][lane][e], sourceIndex = tag[1][lane][e];
-      REQUIRE(sourceLane < size);
-      REQUIRE(sourceIndex < from.length);
-      const Coord got = from.CoordinateOf(sourceLane, sourceIndex);
-      INFO("lane " << lane << " element " << e << ": source lane " << sourceLane << " index " << sourceIndex << " holds ("
-                   << got.row << ", " << got.col << "), want (" << want.row << ", " << want.col << ")");
-      REQUIRE(got == want);
-    }
-  }
-  return sharedWords;
-}
 
 // RegisterCoordinate's code, run for every lane and every index (a per-lane dynamic
 // index, and every constant index), must give the layout's row and column.
@@ -292,17 +199,17 @@ TEST_CASE("random layouts: register coordinates match the layout's map at every 
 
 TEST_CASE("random layouts: conversion gathers and exchange stages put every element in its place", "[register][random]") {
   std::mt19937 random(Seed() ^ 0x2);
-  const Element elements[] = {Element::U32, Element::F16, Element::U16, Element::U8, Element::BF16, Element::E4M3};
+  const uint32_t elements[] = {coopmat::kTypeU32, coopmat::kTypeF16, coopmat::kTypeU16, coopmat::kTypeU8, coopmat::kTypeBF16, coopmat::kTypeE4M3};
   size_t gathers = 0, exchanges = 0, attempts = 0, dynamicDest = 0, laneMaps = 0, sharedWords = 0, sharedConverted = 0;
   size_t narrowShuffles = 0;  // 16-bit values shuffled as such (shaderSubgroupExtendedTypes)
   auto tryMove = [&](const LinearLayout& from, const LinearLayout& to, bool transpose) {
     ++attempts;
-    const Element element = elements[random() % std::size(elements)];
-    INFO(Name(element) << " " << coopmat::FormatLayout(from) << " -> " << coopmat::FormatLayout(to) << (transpose ? " transposed" : ""));
+    const uint32_t element = elements[random() % std::size(elements)];
+    INFO(coopmat::ComponentTypeName(element) << " " << coopmat::FormatLayout(from) << " -> " << coopmat::FormatLayout(to) << (transpose ? " transposed" : ""));
     EmitFixture context;
     if (auto plan = coopmat::PlanRegisterMove(context.context, &from, &to, transpose)) {
       const bool convert = random() % 2 == 0, extendedTypes = random() % 2 == 0;
-      if (CheckMove(*plan, from, to, transpose, element, convert, extendedTypes, &narrowShuffles)) {
+      if (passtest::CheckMove(*plan, from, to, transpose, element, convert, extendedTypes, &narrowShuffles)) {
         ++sharedWords;
         sharedConverted += convert;
       }
@@ -310,8 +217,8 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
       dynamicDest += plan->DynamicDest();
       laneMaps += !plan->identityLanes;
     }
-    if (auto plan = coopmat::PlanExchanges(&from, &to, transpose, Bits(element))) {
-      CheckMove(*plan, from, to, transpose, element, random() % 2 == 0, random() % 2 == 0, &narrowShuffles);
+    if (auto plan = coopmat::PlanExchanges(&from, &to, transpose, passtest::ComponentBits(element))) {
+      passtest::CheckMove(*plan, from, to, transpose, element, random() % 2 == 0, random() % 2 == 0, &narrowShuffles);
       ++exchanges;
     }
   };

@@ -15,7 +15,7 @@
 #include "coopmat/lower.h"
 #include "register.h"
 #include "striped_layout.h"
-#include "reduce_run.h"
+#include "emitted_run.h"
 #include "subgroup_eval.h"
 #include "test_support.h"
 
@@ -207,50 +207,7 @@ TEST_CASE("register path: GetCoordinate is bit arithmetic on the lane id", "[reg
   CHECK(passtest::CountOpcode(m, spv::Op::OpAccessChain) == passtest::CountOpcode(passtest::ParseOrFail(passtest::LoadShader("getcoord", "spirv1.6")), spv::Op::OpAccessChain));
 }
 
-// ---- CPU simulations of the plans ------------------------------------------------
-
-namespace {
-
-uint32_t Apply(const std::vector<uint32_t>& images, uint32_t x) {
-  uint32_t out = 0;
-  for (size_t k = 0; k < images.size(); ++k)
-    if (x >> k & 1) out ^= images[k];
-  return out;
-}
-
-// Runs a gather plan the way EmitGather's code does: out[lane][destIndex] = value(sourceLane, sourceIndex).
-template <typename Value>
-std::vector<std::vector<Value>> RunGather(const coopmat::GatherPlan& plan, uint32_t subgroup,
-                                          const std::function<Value(uint32_t, uint32_t)>& value, std::string& error) {
-  std::vector<std::vector<Value>> out(subgroup, std::vector<Value>(plan.destLength));
-  std::vector<std::vector<int>> writes(subgroup, std::vector<int>(plan.destLength, 0));
-  for (uint32_t round = 0; round < plan.destLength; ++round) {
-    const uint32_t bt = Apply(plan.indexSource, round), dt = Apply(plan.indexIndex, round);
-    for (uint32_t lane = 0; lane < subgroup; ++lane) {
-      uint32_t sender = 0, index = 0;
-      if (plan.identityLanes) {
-        sender = lane ^ bt;
-        index = Apply(plan.laneIndex, sender) ^ Apply(plan.laneIndex, bt) ^ dt;  // computed by the sender
-      } else {
-        sender = Apply(plan.laneSource, lane) ^ bt;
-        index = Apply(plan.senderIndex, sender) ^ Apply(plan.senderIndex, bt) ^ dt;
-      }
-      if (sender >= subgroup || index >= plan.sourceLength) {
-        error = "lane or index out of range";
-        return out;
-      }
-      const uint32_t dest = Apply(plan.laneDestOffset, lane) ^ round;
-      out[lane][dest] = value(sender, index);
-      ++writes[lane][dest];
-    }
-  }
-  for (const auto& lane : writes)
-    for (int w : lane)
-      if (w != 1) error = "a destination element is written " + std::to_string(w) + " times";
-  return out;
-}
-
-}  // namespace
+// ---- The plans' emitted code, run on a simulated subgroup -------------------------
 
 TEST_CASE("register path: conversion gathers move every element to its place on every built-in layout", "[register]") {
   const auto [family, size] = GENERATE(std::pair{coopmat::DriverFamily::Lavapipe, 8u}, std::pair{coopmat::DriverFamily::RadvGfx11, 32u},
@@ -280,24 +237,13 @@ TEST_CASE("register path: conversion gathers move every element to its place on 
         const auto plan = coopmat::PlanRegisterMove(context, &from, &to, transpose);
         REQUIRE(plan);  // every built-in pair has a one-shuffle-per-element plan
         ++planned;
-        std::string error;
-        const auto out = RunGather<coopmat::Coord>(*plan, size, [&](uint32_t l, uint32_t i) { return from.CoordinateOf(l, i); }, error);
-        INFO(error);
-        REQUIRE(error.empty());
-        for (uint32_t lane = 0; lane < size; ++lane)
-          for (uint32_t e = 0; e < to.length; ++e) {
-            coopmat::Coord want = to.CoordinateOf(lane, e);
-            if (transpose) std::swap(want.row, want.col);
-            INFO("lane " << lane << " element " << e);
-            REQUIRE(out[lane][e] == want);
-          }
+        // 32-bit values, and 16-bit ones two per shuffle or (native 16-bit shuffles) one.
+        passtest::CheckMove(*plan, from, to, transpose, coopmat::kTypeU32);
+        passtest::CheckMove(*plan, from, to, transpose, coopmat::kTypeF16);
+        passtest::CheckMove(*plan, from, to, transpose, coopmat::kTypeF16, false, true);
       }
   CHECK(planned > 0);
 }
-
-namespace {
-
-}  // namespace
 
 // The emitted code of every register reduction, run on every lane: each result
 // element holds the wrapping sum of its group of source elements.

@@ -1,11 +1,13 @@
-// Runs the register path's emitted reduction code on a simulated subgroup
-// (SubgroupEvaluator), for the unit tests of built-in and random layouts.
+// Runs the register path's emitted code (moves and reductions) on a simulated
+// subgroup (SubgroupEvaluator), for the unit tests of built-in and random layouts.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include "coopmat/layout.h"
 #include "lowering.h"
+#include "register.h"
 #include "subgroup_eval.h"
 
 namespace passtest {
@@ -39,6 +41,69 @@ inline uint32_t ComponentBits(uint32_t vkType) {
     case coopmat::kTypeU16: return 16;
   }
   return 32;
+}
+
+// Runs a gather or pair-exchange plan's emitted code on a subgroup and checks that
+// each destination element holds the source element of its (transposed) coordinate.
+// Values are tagged twice (once with their lane, once with their index) so that the
+// tags fit 8-bit elements. `convert`: with a per-value conversion after the move (an
+// OpCopyObject), which keeps the 16-bit shared-word gather from storing words.
+// Returns whether the gather moved 16-bit values two per shuffle.
+// `element`: the moved values' component type (VkComponentTypeKHR).
+// `extendedTypes`: the device shuffles 16-bit values itself (shaderSubgroupExtendedTypes);
+// `narrowShuffles` counts the shuffles of 16-bit values emitted.
+inline bool CheckMove(const coopmat::GatherPlan& plan, const coopmat::LinearLayout& from, const coopmat::LinearLayout& to, bool transpose, uint32_t element,
+               bool convert = false, bool extendedTypes = false, size_t* narrowShuffles = nullptr) {
+  const uint32_t size = from.key.subgroupSize;
+  EmitFixture f;
+  f.options.subgroupExtendedTypes = extendedTypes;
+  coopmat::TypeManager& types = f.types;
+  coopmat::FunctionState fs{f.function};
+  fs.lane = f.module.TakeId();
+  const uint32_t valueType = ComponentType(f.module, types, element);
+  std::vector<uint32_t> sources(from.length);
+  for (uint32_t& id : sources) {
+    id = f.module.TakeId();
+    types.SetTypeOf(id, valueType);
+  }
+  coopmat::Builder b(f.context, f.function, 0, 1);
+  const bool sharedWords = coopmat::GatherSharesWords(f.context, plan, valueType);
+  std::function<uint32_t(uint32_t)> after;
+  if (convert) after = [&](uint32_t v) { return b.Emit(spv::Op::OpCopyObject, valueType, {v}); };
+  const uint32_t result = coopmat::EmitGather(b, fs, plan, [&](uint32_t i) { return sources.at(i); }, valueType, after,
+                                              types.Vector(valueType, to.length), 0);
+  for (const auto& inst : f.Emitted())
+    if (narrowShuffles && (inst.opcode == spv::Op::OpGroupNonUniformShuffle || inst.opcode == spv::Op::OpGroupNonUniformShuffleXor))
+      *narrowShuffles += types.ScalarWidth(inst.typeId) == 16;
+  std::vector<std::vector<uint32_t>> tag[2];  // [0]: source lane, [1]: source index
+  for (int pass = 0; pass < 2; ++pass) {
+    SubgroupEvaluator eval(types, size);
+    std::vector<std::vector<uint32_t>> lanes(size);
+    for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
+    eval.Set(fs.lane, lanes);
+    for (uint32_t i = 0; i < from.length; ++i) {
+      std::vector<std::vector<uint32_t>> tagged(size);
+      for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {pass == 0 ? lane : i};
+      eval.Set(sources[i], tagged);
+    }
+    eval.Run(f.Emitted());
+    tag[pass] = eval.Get(result);
+  }
+  for (uint32_t lane = 0; lane < size; ++lane) {
+    REQUIRE(tag[0][lane].size() == to.length);
+    for (uint32_t e = 0; e < to.length; ++e) {
+      coopmat::Coord want = to.CoordinateOf(lane, e);
+      if (transpose) std::swap(want.row, want.col);
+      const uint32_t sourceLane = tag[0][lane][e], sourceIndex = tag[1][lane][e];
+      REQUIRE(sourceLane < size);
+      REQUIRE(sourceIndex < from.length);
+      const coopmat::Coord got = from.CoordinateOf(sourceLane, sourceIndex);
+      INFO("lane " << lane << " element " << e << ": source lane " << sourceLane << " index " << sourceIndex << " holds ("
+                   << got.row << ", " << got.col << "), want (" << want.row << ", " << want.col << ")");
+      REQUIRE(got == want);
+    }
+  }
+  return sharedWords;
 }
 
 struct ReduceRun {
