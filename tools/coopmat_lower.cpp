@@ -24,7 +24,9 @@
 // quoting) as one command, in this one process, and prints "exit STATUS: LINE" for
 // each: where starting a process is dear (Wine runs one in 60-150 ms), many
 // lowerings cost one start; '#' starts a comment line. It exits 0 when every line did.
-// Exit status: 0 done, 1 a module or file failed (no output written), 2 bad arguments.
+// Exit status: 0 done, 1 a module or file failed (no output written), 2 bad arguments
+// (among them an output that is standard output beside --explain, --stats or --batch,
+// which write their text there).
 #include <charconv>
 #include <algorithm>
 #include <cerrno>
@@ -94,10 +96,20 @@ bool ReadWhole(const std::string& path, std::string& contents, std::string& prob
 // Writes every (path, contents) whole or none: each to a file beside its path first, renamed
 // over the path only once all are written, so a failed write (a full disk, a missing
 // folder) leaves every old file as it was, not truncated or half replaced.
+// A file descriptor named as a file (/dev/stdout, /dev/fd/N, /proc/self/fd/N) is written in
+// place whatever it is open on: renaming over its name would replace /dev/stdout itself
+// (as root) or fail. Through any other symbolic link, the file it leads to is replaced and
+// the link kept.
+bool NamesFileDescriptor(const std::string& path) {
+  for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"})
+    if (path.rfind(prefix, 0) == 0) return true;
+  return path == "/dev/stdout" || path == "/dev/stderr";
+}
+
 bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& files, std::string& problem) {
-  // Per file, the temporary file written beside it; empty for a device or pipe (/dev/null,
-  // /dev/stdout), which is written as it is, with no rename.
-  std::vector<std::filesystem::path> temporaries(files.size());
+  // Per file, the temporary file written beside the file it replaces, and that file; the
+  // temporary is empty for a device, pipe or descriptor, which is written as it is.
+  std::vector<std::filesystem::path> temporaries(files.size()), replaced(files.size());
   auto fail = [&](std::string why) {
     problem = std::move(why);
     std::error_code ignored;
@@ -110,8 +122,13 @@ bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& file
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
     if (std::filesystem::is_directory(status)) return fail("cannot write " + path + ": it is a folder");
-    const bool direct = std::filesystem::exists(status) && !std::filesystem::is_regular_file(status);
-    std::filesystem::path target(path);
+    const bool direct = NamesFileDescriptor(path) || (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status));
+    replaced[i] = path;
+    if (!direct && std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
+      replaced[i] = std::filesystem::weakly_canonical(path, ec);
+      if (ec) return fail("cannot write " + path + ": the link leads nowhere (" + ec.message() + ")");
+    }
+    std::filesystem::path target = replaced[i];
     if (!direct) target += ".coopmat-lower-partial";
     std::ofstream out(target, std::ios::binary | std::ios::trunc);
     if (!out) return fail("cannot write " + path + ": " + std::strerror(errno));
@@ -122,7 +139,7 @@ bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& file
   }
   for (size_t i = 0; i < files.size(); ++i) {
     if (temporaries[i].empty()) continue;
-    const std::filesystem::path target(files[i].first);
+    const std::filesystem::path& target = replaced[i];
     std::error_code ec;
     std::filesystem::rename(temporaries[i], target, ec);
 #ifdef _WIN32
@@ -271,8 +288,22 @@ std::vector<uint8_t> SpecializationBytes(const std::string& text, const coopmat:
   return bytesOf(bits, size);
 }
 
-// One command's arguments (without the program name): the exit status it has.
-int LowerCommand(const std::vector<std::string>& argv) {
+// Whether writing `path` writes this process's standard output (a name for it, or the
+// file or pipe it is redirected to), which --explain, --stats and --batch's lines also
+// write: the module would come out mixed with text. /dev/null takes any mix.
+bool IsStandardOutput(const std::string& path) {
+  if (path == "/dev/stdout" || path == "/dev/fd/1" || path == "/proc/self/fd/1") return true;
+#ifndef _WIN32
+  std::error_code ec, nullEc;
+  return std::filesystem::equivalent(path, "/dev/stdout", ec) && !std::filesystem::equivalent(path, "/dev/null", nullEc);
+#else
+  return false;
+#endif
+}
+
+// One command's arguments (without the program name): the exit status it has. In a
+// --batch line (`inBatch`), standard output carries the lines' statuses.
+int LowerCommand(const std::vector<std::string>& argv, bool inBatch) {
   const size_t argc = argv.size();
   std::string input, output, glsl;
   bool stats = false, explain = false;
@@ -360,6 +391,7 @@ int LowerCommand(const std::vector<std::string>& argv) {
     } else if (arg == "--batch") {
       return Usage(argc == 1 ? "--batch needs a LIST" : "--batch LIST stands alone");
     } else if (arg == "-h" || arg == "--help") {
+      if (inBatch) return Usage(arg + " in a --batch line lowers nothing");
       std::cout << kUsage;
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -373,6 +405,12 @@ int LowerCommand(const std::vector<std::string>& argv) {
   if (input.empty()) return Usage("no input module");
   if (output.empty() && glsl.empty() && !explain) return Usage("nothing to write: give -o FILE, --glsl FILE or --explain");
   if (!output.empty() && output == glsl) return Usage("-o and --glsl name the same file " + output);
+  if (explain || stats || inBatch)
+    for (const std::string& file : {output, glsl})
+      if (!file.empty() && IsStandardOutput(file))
+        return Usage(file + " is standard output, where " +
+                     (inBatch ? std::string("--batch writes each line's status") : std::string(explain ? "--explain" : "--stats") + " writes") +
+                     ": the output would be mixed with that text");
 
   std::string bytes, problem;
   if (!ReadWhole(input, bytes, problem)) return Error(problem);
@@ -434,9 +472,9 @@ int LowerCommand(const std::vector<std::string>& argv) {
 
 // LowerCommand, with anything thrown (a library's failure) a failed command, not an abort
 // that would end a --batch run too.
-int Lower(const std::vector<std::string>& argv) {
+int Lower(const std::vector<std::string>& argv, bool inBatch) {
   try {
-    return LowerCommand(argv);
+    return LowerCommand(argv, inBatch);
   } catch (const std::exception& error) {
     return Error(std::string("internal error: ") + error.what());
   }
@@ -453,7 +491,7 @@ int LowerBatch(const std::string& list) {
     std::istringstream words(line);
     const std::vector<std::string> args{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
     if (args.empty()) continue;
-    const int lineStatus = Lower(args);
+    const int lineStatus = Lower(args, true);
     std::cout << "exit " << lineStatus << ": " << line << std::endl;  // flushed: a crash later keeps what came before
     status = std::max(status, lineStatus);
     ++commands;
@@ -467,5 +505,5 @@ int LowerBatch(const std::string& list) {
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "--batch") == 0) return LowerBatch(argv[2]);
   if (argc == 2 && std::strcmp(argv[1], "--batch") == 0) return Usage("--batch needs a LIST");
-  return Lower(std::vector<std::string>(argv + 1, argv + argc));
+  return Lower(std::vector<std::string>(argv + 1, argv + argc), false);
 }

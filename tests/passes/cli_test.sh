@@ -139,6 +139,35 @@ expect_usage same-outputs "name the same file" "$good" -o "$work/x.out" --glsl "
 expect_usage batch-alone "--batch needs a LIST" --batch
 expect_usage subgroup-size "power of two" "$good" -o "$work/x.spv" --subgroup-sizes 32,7
 expect_usage builtin-size "has no layouts at subgroup size 16" "$good" -o "$work/x.spv" --builtin-layouts radv-gfx11:16
+# Standard output carries --explain's, --stats' and --batch's text: a module written there
+# too would come out mixed with it, so that is refused; alone, or with /dev/null, it is not.
+expect_usage explain-to-stdout "/dev/stdout is standard output, where --explain writes" "$good" -o /dev/stdout --explain
+"$tool" "$good" -o "$work/same.spv" --stats >"$work/same.spv" 2>"$work/err.txt"
+rc=$?
+[ $rc -eq 2 ] || fail "-o naming the file standard output goes to, with --stats: exit $rc"
+grep -q "same.spv is standard output, where --stats writes" "$work/err.txt" || fail "-o the stdout file: $(cat "$work/err.txt")"
+"$tool" "$good" -o "$work/plain.spv" 2>"$work/err.txt" || fail "-o plain.spv: $(cat "$work/err.txt")"
+"$tool" "$good" -o /dev/stdout 2>"$work/err.txt" | cat >"$work/stdout.spv" || fail "-o /dev/stdout into a pipe: $(cat "$work/err.txt")"
+cmp -s "$work/stdout.spv" "$work/plain.spv" || fail "-o /dev/stdout into a pipe wrote other bytes than -o FILE"
+# A descriptor named as a file is written in place, whatever it is open on (renaming over
+# /dev/stdout replaced it, as root, with a regular file). Tried as /proc/self/fd/1, where a
+# regression fails to create its partial file instead; through any other link, the file
+# it leads to is replaced and the link kept.
+rm -f "$work/stdout.spv" "$work/link.spv" "$work/link-target.spv"
+"$tool" "$good" -o /proc/self/fd/1 >"$work/stdout.spv" 2>"$work/err.txt" || fail "-o /proc/self/fd/1 into a file: $(cat "$work/err.txt")"
+cmp -s "$work/stdout.spv" "$work/plain.spv" || fail "-o /proc/self/fd/1 into a file wrote other bytes than -o FILE"
+ls "$work"/*.coopmat-lower-partial /proc/self/fd/*.coopmat-lower-partial 2>/dev/null && fail "a partial file was left"
+echo old >"$work/link-target.spv"
+ln -s link-target.spv "$work/link.spv"
+"$tool" "$good" -o "$work/link.spv" 2>"$work/err.txt" || fail "-o a link: $(cat "$work/err.txt")"
+[ -L "$work/link.spv" ] || fail "-o a link replaced the link"
+cmp -s "$work/link-target.spv" "$work/plain.spv" || fail "-o a link did not write the file it leads to"
+"$tool" "$good" -o /dev/null --explain >/dev/null 2>"$work/err.txt" || fail "-o /dev/null --explain >/dev/null: $(cat "$work/err.txt")"
+{ echo "--help"; echo "$good -o /dev/stdout"; echo "$good -o $work/batch_after_help.spv"; } >"$work/batch_help.txt"
+"$tool" --batch "$work/batch_help.txt" >"$work/batch.out" 2>"$work/err.txt"
+[ "$(sed 's/: .*//' "$work/batch.out" | tr '\n' ' ')" = "exit 2 exit 2 exit 0 " ] || fail "--batch with --help and -o /dev/stdout: $(cat "$work/batch.out")"
+grep -q "^coopmat-lower: --help in a --batch line lowers nothing" "$work/err.txt" || fail "--batch --help: $(cat "$work/err.txt")"
+grep -q "where --batch writes each line's status" "$work/err.txt" || fail "--batch -o /dev/stdout: $(cat "$work/err.txt")"
 "$tool" --help >"$work/help.txt" 2>/dev/null || fail "--help: not exit 0"
 grep -q "^usage: coopmat-lower" "$work/help.txt" || fail "--help: no usage on stdout"
 # --flexible-dimensions takes a following argument as its maximum only when it is a number.
