@@ -122,7 +122,8 @@ bool WriteAllOrNone(const std::vector<std::pair<std::string, std::string>>& file
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
     if (std::filesystem::is_directory(status)) return fail("cannot write " + path + ": it is a folder");
-    const bool direct = NamesFileDescriptor(path) || (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status));
+    const bool direct =
+        NamesFileDescriptor(path) || (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status));
     replaced[i] = path;
     if (!direct && std::filesystem::is_symlink(std::filesystem::symlink_status(path, ec))) {
       replaced[i] = std::filesystem::weakly_canonical(path, ec);

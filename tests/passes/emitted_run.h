@@ -52,8 +52,9 @@ inline uint32_t ComponentBits(uint32_t vkType) {
 // `element`: the moved values' component type (VkComponentTypeKHR).
 // `extendedTypes`: the device shuffles 16-bit values itself (shaderSubgroupExtendedTypes);
 // `narrowShuffles` counts the shuffles of 16-bit values emitted.
-inline bool CheckMove(const coopmat::GatherPlan& plan, const coopmat::LinearLayout& from, const coopmat::LinearLayout& to, bool transpose, uint32_t element,
-               bool convert = false, bool extendedTypes = false, size_t* narrowShuffles = nullptr) {
+inline bool CheckMove(const coopmat::GatherPlan& plan, const coopmat::LinearLayout& from, const coopmat::LinearLayout& to,
+                      bool transpose, uint32_t element, bool convert = false, bool extendedTypes = false,
+                      size_t* narrowShuffles = nullptr) {
   const uint32_t size = from.key.subgroupSize;
   EmitFixture f;
   f.options.subgroupExtendedTypes = extendedTypes;

@@ -205,7 +205,8 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
   auto tryMove = [&](const LinearLayout& from, const LinearLayout& to, bool transpose) {
     ++attempts;
     const uint32_t element = elements[random() % std::size(elements)];
-    INFO(coopmat::ComponentTypeName(element) << " " << coopmat::FormatLayout(from) << " -> " << coopmat::FormatLayout(to) << (transpose ? " transposed" : ""));
+    INFO(coopmat::ComponentTypeName(element) << " " << coopmat::FormatLayout(from) << " -> " << coopmat::FormatLayout(to)
+                                             << (transpose ? " transposed" : ""));
     EmitFixture context;
     if (auto plan = coopmat::PlanRegisterMove(context.context, &from, &to, transpose)) {
       const bool convert = random() % 2 == 0, extendedTypes = random() % 2 == 0;
