@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <optional>
+#include <random>
 
 #include "coopmat/layout.h"
 #include "lowering.h"
@@ -79,9 +80,7 @@ inline bool CheckMove(const coopmat::GatherPlan& plan, const coopmat::LinearLayo
   std::vector<std::vector<uint32_t>> tag[2];  // [0]: source lane, [1]: source index
   for (int pass = 0; pass < 2; ++pass) {
     SubgroupEvaluator eval(types, size);
-    std::vector<std::vector<uint32_t>> lanes(size);
-    for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
-    eval.Set(fs.lane, lanes);
+    eval.SetLaneIds(fs.lane);
     for (uint32_t i = 0; i < from.length; ++i) {
       std::vector<std::vector<uint32_t>> tagged(size);
       for (uint32_t lane = 0; lane < size; ++lane) tagged[lane] = {pass == 0 ? lane : i};
@@ -143,9 +142,7 @@ inline std::optional<ReduceRun> RunReduce(const coopmat::LinearLayout& source, c
   coopmat::LowerReduceInRegisters(b, fs, reduce);
 
   SubgroupEvaluator eval(t, size);
-  std::vector<std::vector<uint32_t>> lanes(size);
-  for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
-  eval.Set(fs.lane, lanes);
+  eval.SetLaneIds(fs.lane);
   eval.Set(value, input);
   eval.SetCall([](uint32_t x, uint32_t y) { return x + y; });
   eval.SetLength(resultType, result.length);
@@ -165,5 +162,37 @@ inline bool InGroup(uint32_t mask, coopmat::Coord at, uint32_t r, uint32_t c) {
   return true;
 }
 
+// RunReduce on random values of the source's elements (the same in every replica),
+// checking that every result element holds the wrapping sum of its group. None where
+// the register path has no plan.
+inline std::optional<ReduceRun> CheckReduce(const coopmat::LinearLayout& source, const coopmat::LinearLayout& result,
+                                            uint32_t mask, std::mt19937& random, bool extendedTypes = false) {
+  const uint32_t width = ComponentBits(source.key.componentType), digits = width == 32 ? ~0u : (1u << width) - 1;
+  std::vector<std::vector<uint32_t>> element(source.key.rows, std::vector<uint32_t>(source.key.cols));
+  for (auto& row : element)
+    for (auto& x : row) x = random() & digits;
+  const uint32_t size = source.key.subgroupSize;
+  std::vector<std::vector<uint32_t>> input(size, std::vector<uint32_t>(source.length));
+  for (uint32_t lane = 0; lane < size; ++lane)
+    for (uint32_t e = 0; e < source.length; ++e) {
+      const coopmat::Coord c = source.CoordinateOf(lane, e);
+      input[lane][e] = element[c.row][c.col];
+    }
+  auto run = RunReduce(source, result, mask, input, extendedTypes);
+  if (!run) return std::nullopt;
+  for (uint32_t lane = 0; lane < size; ++lane) {
+    REQUIRE(run->out[lane].size() == result.length);
+    for (uint32_t e = 0; e < result.length; ++e) {
+      const coopmat::Coord at = result.CoordinateOf(lane, e);
+      uint32_t sum = 0;
+      for (uint32_t r = 0; r < source.key.rows; ++r)
+        for (uint32_t c = 0; c < source.key.cols; ++c)
+          if (InGroup(mask, at, r, c)) sum += element[r][c];
+      INFO("lane " << lane << " element " << e << " at (" << at.row << ", " << at.col << ")");
+      REQUIRE(run->out[lane][e] == (sum & digits));
+    }
+  }
+  return run;
+}
 
 }  // namespace passtest

@@ -38,6 +38,12 @@ class SubgroupEvaluator {
  public:
   SubgroupEvaluator(const coopmat::TypeManager& types, uint32_t lanes) : types_(types), lanes_(lanes) {}
   void Set(uint32_t id, std::vector<std::vector<uint32_t>> perLane) { values_[id] = std::move(perLane); }
+  // Each lane's own index (SubgroupLocalInvocationId) as `id`'s value.
+  void SetLaneIds(uint32_t id) {
+    std::vector<std::vector<uint32_t>> lanes(lanes_);
+    for (uint32_t lane = 0; lane < lanes_; ++lane) lanes[lane] = {lane};
+    values_[id] = std::move(lanes);
+  }
   // The same scalar in every lane.
   void SetUniform(uint32_t id, uint32_t value) { values_[id] = std::vector<std::vector<uint32_t>>(lanes_, {value}); }
   const std::vector<std::vector<uint32_t>>& Get(uint32_t id) {

@@ -1,7 +1,7 @@
 // The register path (LowerOptions::layouts): which operations take it, that its
 // output needs no Workgroup scratch and no barrier and validates, where it falls
-// back to the portable path, CPU simulations of its conversion gathers, and its
-// reductions' emitted code run on every built-in layout.
+// back to the portable path, and its conversion gathers', exchanges' and
+// reductions' emitted code run on every built-in layout (emitted_run.h).
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
@@ -262,17 +262,7 @@ TEST_CASE("register path: reductions combine each group once and place it on eve
   std::set<uint32_t> componentTypes;
   for (const auto& source : accs) {
     if (source.key.componentType == coopmat::kTypeF64) continue;  // the layer lowers no 64-bit matrix
-    const uint32_t width = passtest::ComponentBits(source.key.componentType);
-    const uint32_t digits = width == 32 ? ~0u : (1u << width) - 1;
-    std::vector<std::vector<uint32_t>> element(source.key.rows, std::vector<uint32_t>(source.key.cols));
-    for (auto& row : element)
-      for (auto& x : row) x = random() & digits;
-    std::vector<std::vector<uint32_t>> input(size, std::vector<uint32_t>(source.length));
-    for (uint32_t lane = 0; lane < size; ++lane)
-      for (uint32_t e = 0; e < source.length; ++e) {
-        const auto c = source.CoordinateOf(lane, e);
-        input[lane][e] = element[c.row][c.col];
-      }
+    const bool sixteenBits = passtest::ComponentBits(source.key.componentType) == 16;
     for (uint32_t mask : {coopmat::kReduceRow, coopmat::kReduceColumn, coopmat::kReduceRow | coopmat::kReduceColumn, coopmat::kReduce2x2})
       for (const auto& result : accs) {
         if (result.key.componentType != source.key.componentType) continue;
@@ -293,24 +283,12 @@ TEST_CASE("register path: reductions combine each group once and place it on eve
                            .has_value();
         }
         for (bool extendedTypes : {false, true}) {
-          if (extendedTypes && width != 16) continue;
+          if (extendedTypes && !sixteenBits) continue;
           if (cases++ % passtest::ExhaustiveStride() != 0) continue;  // under ASan, every 32nd (test_support.h)
           INFO("16-bit shuffles " << extendedTypes);
-          const auto run = passtest::RunReduce(source, result, mask, input, extendedTypes);
-          REQUIRE(run);  // every built-in accumulator layout reduces in registers
+          // Every built-in accumulator layout reduces in registers.
+          REQUIRE(passtest::CheckReduce(source, result, mask, random, extendedTypes));
           ++checked;
-          for (uint32_t lane = 0; lane < size; ++lane) {
-            REQUIRE(run->out[lane].size() == result.length);
-            for (uint32_t e = 0; e < result.length; ++e) {
-              const auto at = result.CoordinateOf(lane, e);
-              uint32_t sum = 0;
-              for (uint32_t r = 0; r < source.key.rows; ++r)
-                for (uint32_t c = 0; c < source.key.cols; ++c)
-                  if (passtest::InGroup(mask, at, r, c)) sum += element[r][c];
-              INFO("lane " << lane << " element " << e << " at (" << at.row << ", " << at.col << ")");
-              REQUIRE(run->out[lane][e] == (sum & digits));
-            }
-          }
         }
       }
   }
@@ -335,24 +313,9 @@ TEST_CASE("register path: the 2x2 reduce on lavapipe scatters instead of all-red
   REQUIRE(source);
   REQUIRE(result);
   std::mt19937 random(11);
-  std::vector<std::vector<uint32_t>> input(8, std::vector<uint32_t>(source->length));
-  for (auto& lane : input)
-    for (auto& x : lane) x = random();
-  const auto run = passtest::RunReduce(*source, *result, coopmat::kReduce2x2, input);
+  const auto run = passtest::CheckReduce(*source, *result, coopmat::kReduce2x2, random);  // each result its group's sum
   REQUIRE(run);
   CHECK(run->shuffles == expected);
-  // Each result is its 2x2 group's sum.
-  for (uint32_t lane = 0; lane < 8; ++lane)
-    for (uint32_t e = 0; e < result->length; ++e) {
-      const auto c = result->CoordinateOf(lane, e);
-      uint32_t sum = 0;
-      for (uint32_t l = 0; l < 8; ++l)
-        for (uint32_t i = 0; i < source->length; ++i) {
-          const auto s = source->CoordinateOf(l, i);
-          if (s.row >> 1 == c.row && s.col >> 1 == c.col) sum += input[l][i];
-        }
-      REQUIRE(run->out[lane][e] == sum);
-    }
 }
 
 // As in test_ir.cpp: without options.validate, so that the check can fail.
@@ -403,9 +366,7 @@ TEST_CASE("register coordinates: the emitted lane arithmetic matches every built
             const uint32_t result = coopmat::XorBits(b, x, images, valueBits);
             for (const Instruction& inst : f.Emitted()) reversedRuns += inst.opcode == spv::Op::OpBitReverse;
             SubgroupEvaluator eval(f.types, size);
-            std::vector<std::vector<uint32_t>> lanes(size);
-            for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
-            eval.Set(x, lanes);
+            eval.SetLaneIds(x);
             eval.Run(f.Emitted());
             for (uint32_t lane = 0; lane < size; ++lane) {
               uint32_t want = 0;
@@ -475,9 +436,7 @@ TEST_CASE("register path: exchange stages bring every element to its place", "[r
                 fs.lane = module.TakeId();
                 const uint32_t type = width == 32 ? types.Uint() : types.Int(width, false);
                 SubgroupEvaluator eval(types, size);
-                std::vector<std::vector<uint32_t>> lanes(size);
-                for (uint32_t lane = 0; lane < size; ++lane) lanes[lane] = {lane};
-                eval.Set(fs.lane, lanes);
+                eval.SetLaneIds(fs.lane);
                 const uint32_t digit = width == 32 ? ~0u : (1u << width) - 1;
                 auto number = [&](coopmat::Coord c) { return (c.row * from.key.cols + c.col) >> shift & digit; };
                 std::vector<uint32_t> sources(from.length);
