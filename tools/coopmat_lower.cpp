@@ -406,12 +406,10 @@ int LowerCommand(const std::vector<std::string>& argv, bool inBatch) {
   if (input.empty()) return Usage("no input module");
   if (output.empty() && glsl.empty() && !explain) return Usage("nothing to write: give -o FILE, --glsl FILE or --explain");
   if (!output.empty() && output == glsl) return Usage("-o and --glsl name the same file " + output);
-  if (explain || stats || inBatch)
+  if (const char* text = inBatch ? "--batch writes each line's status" : explain ? "--explain writes" : stats ? "--stats writes" : nullptr)
     for (const std::string& file : {output, glsl})
       if (!file.empty() && IsStandardOutput(file))
-        return Usage(file + " is standard output, where " +
-                     (inBatch ? std::string("--batch writes each line's status") : std::string(explain ? "--explain" : "--stats") + " writes") +
-                     ": the output would be mixed with that text");
+        return Usage(file + " is standard output, where " + text + ": the output would be mixed with that text");
 
   std::string bytes, problem;
   if (!ReadWhole(input, bytes, problem)) return Error(problem);
