@@ -10,7 +10,7 @@ them. The outputs are libFuzzer seeds (and a corpus to replay): valid input, so
 the lower target's property "valid in, valid out" applies to every one.
 
   generate_modules.py [--exec] [--scalars T,...] [--operands T] [--shapes RxC,...] [--local N]
-                      [--without OP,...] OUT_DIR COUNT [SEED]
+                      [--without OP,...] [--last OP] OUT_DIR COUNT [SEED]
 
 --exec: for running, not only lowering (tests/samples/differential.cpp): the result goes to
 d[8192...], apart from the input tile at d[0...] that every subgroup of the workgroup reads,
@@ -23,6 +23,8 @@ device that lists only 16x16 f16 A, B and accumulators, whose subgroups are 32 o
 the accumulator's scalar type (a relaxed Op*Convert: Use and component type at once), as on
 a device that lists f16 A and B with f32 accumulators only (CDNA3: --scalars float --operands
 float16_t). Those go to o[1024...] and o[2560...] (--exec: o[] is compared bit for bit).
+--last OP: every module ends with OP, outside any branch or loop, so that it always runs (the
+differential stage's wrong layouts: a getCoordinate that runs shows them in every module).
 """
 import os
 import random
@@ -71,7 +73,7 @@ SHAPES = [(8, 8), (16, 16), (8, 16), (16, 8)]
 BYTES = {"float": 4, "float16_t": 2, "int": 4, "uint": 4}
 
 
-def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0, order_free=False):
+def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0, order_free=False, kind=None):
     """One operation on `m` (an Accumulator rows x cols); keeps m's type. rows and
     cols are numbers or specialization constants' names, halves their halves. Operation k
     stores a Use conversion or transpose to a region of its own: an A and a B matrix (or an
@@ -83,8 +85,9 @@ def op(rng, rows, cols, k, halves, executable=False, without=(), operand_bytes=0
     16-bit components through 32-bit integers only) instead of d[].
     order_free: reductions combine with max only, whose result no order of the combines
     changes (--exec with f16: the lowerings' sums round differently, and where they
-    cancel the difference is not small against the result)."""
-    kind = rng.choice([k for k in OPS if k not in without])
+    cancel the difference is not small against the result).
+    kind: this operation, not a drawn one."""
+    kind = kind or rng.choice([k for k in OPS if k not in without])
     if kind == "perElement":
         return f"  coopMatPerElementEXT(m, m, shift, pc.s);\n"
     if kind == "perElementMatrix":
@@ -131,7 +134,8 @@ def wrap(rng, body, k, spec):
     return body
 
 
-def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16, 32, 64), without=(), operand=None):
+def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16, 32, 64), without=(), operand=None,
+           last=None):
     scalar = rng.choice(scalars)
     operand_bytes = BYTES[operand] if operand and operand != scalar else 0
     rows, cols = rng.choice(shapes)
@@ -144,9 +148,13 @@ def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16
         rows, cols, halves = "TM", "TN", ("TM2", "TN2")
     text = HEADER.format(constants=constants, local=rng.choice(locals_), localId=local_id, scalar=scalar,
                          operand=operand or scalar, rows=rows, cols=cols, outBase=out_base)
-    for k in range(rng.randint(1, 6)):
+    count = rng.randint(1, 6)
+    for k in range(count):
         text += wrap(rng, op(rng, rows, cols, k, halves, executable, without, operand_bytes,
                              executable and scalar == "float16_t"), k, spec)
+    if last:
+        text += op(rng, rows, cols, count, halves, executable, without, operand_bytes,
+                   executable and scalar == "float16_t", last)
     result = 8192 if executable else 0  # --exec: apart from the input tile
     text += f"  coopMatStore(m, d, {result}, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
     return text, scalar
@@ -158,7 +166,7 @@ def run(command):
 
 def main():
     args = sys.argv[1:]
-    executable, scalars, shapes, locals_, without, operand = False, SCALARS, SHAPES, (8, 16, 32, 64), set(), None
+    executable, scalars, shapes, locals_, without, operand, last = False, SCALARS, SHAPES, (8, 16, 32, 64), set(), None, None
     while args and args[0].startswith("--"):
         flag = args.pop(0)
         if flag == "--exec":
@@ -173,6 +181,10 @@ def main():
             without.update(args.pop(0).split(","))
         elif flag == "--local":
             locals_ = (int(args.pop(0)),)
+        elif flag == "--last":
+            last = args.pop(0)
+            if last not in OPS:
+                sys.exit(f"generate_modules.py: --last {last}: not one of {', '.join(OPS)}")
         else:
             sys.exit(f"generate_modules.py: unknown option {flag}")
     out_dir, count = args[0], int(args[1])
@@ -182,7 +194,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(count):
             source = os.path.join(tmp, "g.comp")
-            text, scalar = shader(rng, executable, scalars, shapes, locals_, without, operand)
+            text, scalar = shader(rng, executable, scalars, shapes, locals_, without, operand, last)
             with open(source, "w") as f:
                 f.write(text)
             env = rng.choice(["spirv1.3", "spirv1.6"])

@@ -6,7 +6,10 @@
 #                   --overridden]
 # --wrong-layouts: the proof that the stage can fail. The register path is given lavapipe's
 # layouts (coopmat-info INFO) with two index bits of every accumulator swapped; the
-# portable path, which needs no layout, then disagrees with it, and the run must say so.
+# portable path, which needs no layout, then disagrees with it, and the run must say so for
+# every module under both other lowerings. So that every module can show it, the draw is of the
+# accumulators the device lists (at other shapes and types no layout is known, and every lowering
+# runs the portable code) and each module ends with a getCoordinate that always runs.
 # --overridden: the other proof. A lowering exported in the environment overrides the one
 # each run asks for (the three would be one); the runner must refuse to compare then.
 # --virtual: on the virtual device (tests/virtual) under PROFILE, the product layer above it
@@ -27,6 +30,16 @@ if [ "$mode" = --virtual ]; then
   grep -q "^matrix 16 16 16 f16 f16 f32 f32$" "$7" && accumulators=${accumulators:+$accumulators,}float
   [ -n "$accumulators" ] || { echo "differential: $7 lists no 16x16x16 product of f16 A and B"; exit 1; }
   draw="--exec --scalars $accumulators --operands float16_t --shapes 16x16 --local 64 --without reduce2x2"
+fi
+if [ "$mode" = --wrong-layouts ]; then
+  XDG_CACHE_HOME=$work "$7" --layouts "$work/probed.txt" >/dev/null || exit 1
+  listed() { sed -n "s/^layout type=\([^ ]*\) use=Acc rows=\([0-9]*\) cols=\([0-9]*\) .*/$1/p" "$work/probed.txt" | sort -u; }
+  scalars=$(listed '\1' | sed 's/^f32$/float/; s/^f16$/float16_t/; s/^s32$/int/; s/^u32$/uint/' |
+            grep -x -E 'float|float16_t|int|uint' | paste -sd, -)
+  shapes=$(listed '\2x\3' | paste -sd, -)
+  [ -n "$scalars" ] && [ -n "$shapes" ] || { echo "differential: $work/probed.txt lists no accumulator to draw"; exit 1; }
+  draw="--exec --scalars $scalars --shapes $shapes --last getCoordinate"
+  echo "differential: drawing the accumulators the device lists: $scalars at $shapes"
 fi
 # shellcheck disable=SC2086
 "$python" "$source/tests/fuzz/generate_modules.py" $draw "$work/modules" "$count" "$seed" || exit 1
@@ -59,14 +72,19 @@ case $mode in
     exit 0 ;;
   *) echo "differential.sh: unknown mode $mode"; exit 2 ;;
 esac
-XDG_CACHE_HOME=$work "$7" --layouts "$work/probed.txt" >/dev/null || exit 1
 sh "$source/tests/support/wrong_layouts.sh" "$work/probed.txt" "$work/wrong.txt" || exit 1
+# The runner's lines apart from the layer's (in one file they interleave mid-line).
 VK_COOPMAT_MAINTENANCE1_LAYOUT_PROBE=false VK_COOPMAT_MAINTENANCE1_LAYOUTS_FILE=$work/wrong.txt \
-  "$runner" "$work/modules" > "$work/out.txt" 2>&1
+  "$runner" "$work/modules" > "$work/out.txt" 2> "$work/layer.txt"
 status=$?
 tail -3 "$work/out.txt"
-if [ "$status" -ne 1 ] || ! grep -q "lowering=portable and lowering=auto differ" "$work/out.txt"; then
-  echo "differential: with wrong accumulator layouts the lowerings did not disagree (exit $status): the stage cannot fail"
-  exit 1
-fi
-echo "differential: wrong layouts detected ($(grep -c "differ at" "$work/out.txt") module and lowering pairs differ)"
+modules=$(find "$work/modules" -name 'exec-*' | wc -l)
+for lowering in registers auto; do
+  differing=$(grep -c "^FAILED .*: lowering=portable and lowering=$lowering differ at" "$work/out.txt")
+  if [ "$status" -ne 1 ] || [ "$differing" -ne "$modules" ]; then
+    echo "differential: with wrong accumulator layouts lowering=$lowering differed from lowering=portable in" \
+         "$differing of $modules modules (exit $status): the stage does not see wrong layouts"
+    exit 1
+  fi
+done
+echo "differential: wrong layouts detected in all $modules modules under lowering=registers and lowering=auto"
