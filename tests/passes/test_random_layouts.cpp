@@ -175,7 +175,6 @@ TEST_CASE("XorBits: runs of single bits never take in a zero or multi-bit image"
 TEST_CASE("random layouts: register coordinates match the layout's map at every lane and index", "[register][random]") {
   std::cout << "random layouts: seed " << Seed() << " (COOPMAT_RANDOM_LAYOUT_SEED repeats it)\n";
   std::mt19937 random(Seed() ^ 0x1);
-  size_t checked = 0;
   // 500 per run (a fresh seed each run; 1500 took 72 s of CI's two cores).
   const int count = 500 / static_cast<int>(passtest::ExhaustiveStride());
   for (int n = 0; n < count; ++n) {
@@ -184,14 +183,9 @@ TEST_CASE("random layouts: register coordinates match the layout's map at every 
     const LinearLayout layout = RandomLayout(random, {coopmat::kTypeF16, use, s.rows, s.cols, s.subgroup}, s.replicaBits, random() % 2 == 0);
     REQUIRE(coopmat::ValidateLayout(layout).empty());
     CheckCoordinates(layout);
-    ++checked;
   }
   const auto vendor = VendorTables();
-  for (size_t i = 0; i < vendor.size(); i += passtest::ExhaustiveStride()) {
-    CheckCoordinates(vendor[i]);
-    ++checked;
-  }
-  CHECK(checked > static_cast<size_t>(count));
+  for (size_t i = 0; i < vendor.size(); i += passtest::ExhaustiveStride()) CheckCoordinates(vendor[i]);
 }
 
 TEST_CASE("random layouts: conversion gathers and exchange stages put every element in its place", "[register][random]") {
@@ -254,8 +248,9 @@ TEST_CASE("random layouts: conversion gathers and exchange stages put every elem
             << dynamicDest << " with dynamic destinations, " << sharedWords << " moving 16-bit values two per shuffle, "
             << sharedConverted << " of them converting), " << exchanges << " exchange plans run, " << narrowShuffles
             << " shuffles of 16-bit values\n";
-  // Most random pairs have a one-shuffle-per-element plan; each form is exercised.
-  CHECK(gathers > attempts / 2);
+  // Every pair of one shape and subgroup size has a one-shuffle-per-element plan (gather_plan.cpp
+  // refuses only others); each form is exercised.
+  CHECK(gathers == attempts);
   CHECK(exchanges > 0);
   CHECK(laneMaps > 0);
   CHECK(dynamicDest > 0);
