@@ -29,7 +29,11 @@ if(WIN32)
   set(CPACK_NSIS_PACKAGE_NAME "Vulkan layer coopmat-maintenance1 ${PROJECT_VERSION}")
   set(CPACK_STRIP_FILES ON)  # without the debug info: 4 MB instead of 12 (the DLL alone has 40 MB of it)
   set(CPACK_NSIS_ENABLE_UNINSTALL_BEFORE_INSTALL ON)  # an upgrade leaves no second registration
-  set(CPACK_NSIS_DEFINES "!define COOPMAT_UNINSTALL_KEY \"Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\coopmat-maintenance1\"
+  # A 64-bit installer, as the DLL is: it needs no WOW64 (a 32-bit one crashed at its first
+  # instruction under Wine on hosts without 32-bit code segments), and its registry view
+  # is the one the 64-bit loader reads.
+  set(CPACK_NSIS_DEFINES "Target amd64-unicode
+!define COOPMAT_UNINSTALL_KEY \"Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\coopmat-maintenance1\"
 !include \"${PROJECT_SOURCE_DIR}/cmake/windows-installer.nsh\"")
   set(CPACK_NSIS_EXTRA_PREINSTALL_COMMANDS "!insertmacro CoopmatChooseUsers")
   set(CPACK_NSIS_EXTRA_INSTALL_COMMANDS "!insertmacro CoopmatRegisterLayer")

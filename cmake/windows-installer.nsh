@@ -22,14 +22,11 @@
   coopmat_all_users:
 !macroend
 
-; The 64-bit registry view: the installer is a 32-bit program, whose HKLM\SOFTWARE
-; writes would otherwise land in WOW6432Node, where a 64-bit loader does not look.
-; (CPack's own entries stay in the 32-bit view, where its uninstaller looks.)
+; The installer is a 64-bit program (Target amd64-unicode, cmake/Packaging.cmake), so its
+; HKLM\SOFTWARE is the 64-bit view the 64-bit loader reads, not WOW6432Node.
 ; 0: the layer is enabled (the loader skips a manifest whose value is not 0).
 !macro CoopmatRegisterLayer
-  SetRegView 64
   WriteRegDWORD SHCTX "${COOPMAT_IMPLICIT_LAYERS}" "$INSTDIR\${COOPMAT_MANIFEST}" 0
-  SetRegView default
 !macroend
 
 ; The uninstaller runs for every user when started by an administrator (CPack's
@@ -38,7 +35,5 @@
   ReadRegStr $R0 HKCU "${COOPMAT_UNINSTALL_KEY}" "UninstallString"
   StrCmp $R0 '"$INSTDIR\Uninstall.exe"' 0 +2
     SetShellVarContext current
-  SetRegView 64
   DeleteRegValue SHCTX "${COOPMAT_IMPLICIT_LAYERS}" "$INSTDIR\${COOPMAT_MANIFEST}"
-  SetRegView default
 !macroend

@@ -17,6 +17,10 @@ mkdir -p "$work"
 (cd "$build" && "$cpack" -G NSIS -B "$work/package" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; echo "FAIL: cpack -G NSIS"; exit 1; }
 installer=$(ls "$work"/package/*.exe)
 echo "built $(basename "$installer") ($(du -k "$installer" | cut -f1) KiB)"
+# pe_machine FILE: the PE header's Machine field (8664: x86-64), at e_lfanew (offset 60) + 4.
+pe_machine() { od -An -tx2 -j$(($(od -An -tu4 -j60 -N4 "$1" | tr -d ' ') + 4)) -N2 "$1" | tr -d ' '; }
+# A 64-bit installer, as the DLL is (cmake/Packaging.cmake): no WOW64 needed to run it.
+[ "$(pe_machine "$installer")" = 8664 ] || fail "the installer is not an x86-64 program (machine $(pe_machine "$installer"))"
 "$strip" -o "$work/stripped.dll" "$build/layer/VkLayer_coopmat_maintenance1.dll"  # what CPACK_STRIP_FILES installs
 
 # same_but_stamp A B: the same PE file but for the time strip ran: the COFF header's
@@ -61,13 +65,17 @@ check_round() {
   # (HKCU's SOFTWARE has one view for both.)
   [ "$hive" = HKCU ] || [ -z "$(registered "$hive" 32 "$manifest")" ] || fail "$what: registered in the 32-bit view (WOW6432Node)"
   [ -z "$(registered "$other" 64 "$manifest")" ] || fail "$what: registered under $other too"
+  uninstall_entry="$hive\\Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\coopmat-maintenance1"
+  "$wine" reg query "$uninstall_entry" /reg:64 >/dev/null 2>&1 || fail "$what: no uninstall entry in the 64-bit view"
+  [ "$(pe_machine "$unix/Uninstall.exe")" = 8664 ] || fail "$what: the uninstaller is not an x86-64 program"
 
   "$wine" "C:\\$folder\\Uninstall.exe" /S >"$work/uninstall.log" 2>&1 || fail "un$what: exit $? $(cat "$work/uninstall.log")"
   "$wineserver" -w  # the uninstaller runs from a copy of itself and returns at once
   [ ! -e "$unix" ] || fail "un$what: left $(cd "$unix" && find . | tr '\n' ' ')"
   [ -z "$(registered "$hive" 64 "$manifest")" ] || fail "un$what: $hive\\$layers still names $manifest"
-  "$wine" reg query "$hive\\Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\coopmat-maintenance1" /reg:32 >/dev/null 2>&1 &&
-    fail "un$what: its uninstall entry is left"
+  for view in 64 32; do
+    "$wine" reg query "$uninstall_entry" /reg:$view >/dev/null 2>&1 && fail "un$what: its uninstall entry is left ($view-bit view)"
+  done
 }
 
 # The checks can fail: a value that is not there is not found.
