@@ -148,13 +148,12 @@ def shader(rng, executable=False, scalars=SCALARS, shapes=SHAPES, locals_=(8, 16
         rows, cols, halves = "TM", "TN", ("TM2", "TN2")
     text = HEADER.format(constants=constants, local=rng.choice(locals_), localId=local_id, scalar=scalar,
                          operand=operand or scalar, rows=rows, cols=cols, outBase=out_base)
+    order_free = executable and scalar == "float16_t"
     count = rng.randint(1, 6)
     for k in range(count):
-        text += wrap(rng, op(rng, rows, cols, k, halves, executable, without, operand_bytes,
-                             executable and scalar == "float16_t"), k, spec)
+        text += wrap(rng, op(rng, rows, cols, k, halves, executable, without, operand_bytes, order_free), k, spec)
     if last:
-        text += op(rng, rows, cols, count, halves, executable, without, operand_bytes,
-                   executable and scalar == "float16_t", last)
+        text += op(rng, rows, cols, count, halves, executable, without, operand_bytes, order_free, last)
     result = 8192 if executable else 0  # --exec: apart from the input tile
     text += f"  coopMatStore(m, d, {result}, {cols}, gl_CooperativeMatrixLayoutRowMajor);\n}}\n"
     return text, scalar

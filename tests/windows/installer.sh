@@ -17,17 +17,20 @@ mkdir -p "$work"
 (cd "$build" && "$cpack" -G NSIS -B "$work/package" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log"; echo "FAIL: cpack -G NSIS"; exit 1; }
 installer=$(ls "$work"/package/*.exe)
 echo "built $(basename "$installer") ($(du -k "$installer" | cut -f1) KiB)"
-# pe_machine FILE: the PE header's Machine field (8664: x86-64), at e_lfanew (offset 60) + 4.
-pe_machine() { od -An -tx2 -j$(($(od -An -tu4 -j60 -N4 "$1" | tr -d ' ') + 4)) -N2 "$1" | tr -d ' '; }
+# pe_header FILE: where FILE's PE header starts (e_lfanew, the word at offset 60).
+pe_header() { od -An -tu4 -j60 -N4 "$1" | tr -d ' '; }
+# pe_machine FILE: the PE header's Machine field (8664: x86-64), at its offset 4.
+pe_machine() { od -An -tx2 -j$(($(pe_header "$1") + 4)) -N2 "$1" | tr -d ' '; }
 # A 64-bit installer, as the DLL is (cmake/Packaging.cmake): no WOW64 needed to run it.
-[ "$(pe_machine "$installer")" = 8664 ] || fail "the installer is not an x86-64 program (machine $(pe_machine "$installer"))"
+machine=$(pe_machine "$installer")
+[ "$machine" = 8664 ] || fail "the installer is not an x86-64 program (machine $machine)"
 "$strip" -o "$work/stripped.dll" "$build/layer/VkLayer_coopmat_maintenance1.dll"  # what CPACK_STRIP_FILES installs
 
 # same_but_stamp A B: the same PE file but for the time strip ran: the COFF header's
-# TimeDateStamp and the optional header's CheckSum, at e_lfanew (offset 60) + 8 and + 88.
+# TimeDateStamp and the optional header's CheckSum, at the PE header + 8 and + 88.
 same_but_stamp() {
   [ "$(wc -c <"$1")" -eq "$(wc -c <"$2")" ] || return 1
-  pe=$(($(od -An -tu4 -j60 -N4 "$1" | tr -d ' ') + 1))  # cmp -l counts from 1
+  pe=$(($(pe_header "$1") + 1))  # cmp -l counts from 1
   cmp -l "$1" "$2" | awk -v pe=$pe '($1 < pe + 8 || $1 > pe + 11) && ($1 < pe + 88 || $1 > pe + 91) { other = 1 } END { exit other }'
 }
 
